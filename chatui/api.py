@@ -1,0 +1,188 @@
+"""The ingest API (SPEC §2.1): JSON in, JSON out, bearer tokens.
+
+Views are thin: authenticate, decode, call a selector or `ingest`, answer.
+Every failure is a JSON `{"error", "index"?, "field"?}` with a 4xx status.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from . import selectors, services
+from .events import EventError, json_depth
+from .ingest import ingest
+from .models import ApiToken, hash_token
+from .serializers import conversation_to_dict, event_to_dict, message_to_dict
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+View = Callable[..., JsonResponse]
+
+
+def error(message: str, status: int = 400, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+def authenticate(request: HttpRequest) -> ApiToken | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return None
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=hash_token(raw.strip()), user__is_active=True)
+        .first()
+    )
+    if token is not None:
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token
+
+
+def api_view(*methods: str) -> Callable[[View], View]:
+    """CSRF-exempt (tokens, not cookies), token-authenticated, errors as JSON."""
+
+    def decorate(view: View) -> View:
+        @csrf_exempt
+        @require_http_methods(list(methods))
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+            token = authenticate(request)
+            if token is None:
+                response = error("missing or invalid bearer token", 401)
+                response["WWW-Authenticate"] = 'Bearer realm="chatui"'
+                return response
+            request.user = token.user
+            try:
+                return view(request, *args, **kwargs)
+            except EventError as problem:
+                return JsonResponse(problem.as_dict(), status=problem.status)
+
+        return wrapper
+
+    return decorate
+
+
+def read_json(request: HttpRequest) -> Any:
+    """Decode the body, refusing what is too large, not UTF-8, not JSON or too deep."""
+    limit = settings.CHATUI_MAX_REQUEST_BYTES
+    try:
+        declared = int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise EventError(f"request body is larger than {limit} bytes", status=413)
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise EventError(f"request body is larger than {limit} bytes", status=413) from None
+    if len(raw) > limit:
+        raise EventError(f"request body is larger than {limit} bytes", status=413)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as problem:
+        raise EventError(f"request body is not valid UTF-8 (byte {problem.start})") from None
+    if not text.strip():
+        raise EventError("request body is empty; expected JSON")
+    try:
+        body = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as problem:
+        raise EventError(f"request body is not valid JSON: {problem}") from None
+    if json_depth(body) > settings.CHATUI_MAX_JSON_DEPTH:
+        raise _too_deep()
+    return body
+
+
+def _too_deep() -> EventError:
+    return EventError(f"JSON is nested deeper than {settings.CHATUI_MAX_JSON_DEPTH} levels")
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+@api_view("GET", "POST")
+def conversations(request: HttpRequest) -> JsonResponse:
+    if request.method == "GET":
+        listed = selectors.conversations_for(request.user).select_related("owner")
+        return JsonResponse({"conversations": [conversation_to_dict(c) for c in listed]})
+    body = read_json(request) if request.body else {}
+    if not isinstance(body, dict):
+        raise EventError("expected a JSON object")
+    title = body.get("title", "")
+    if not isinstance(title, str) or len(title) > 200:
+        raise EventError("field 'title' must be a string of at most 200 characters",
+                         field="title")
+    owner = request.user
+    if body.get("owner") is not None:
+        owner = _owner_from(request, body["owner"])
+    conversation = services.create_conversation(owner=owner, title=title)
+    data = conversation_to_dict(conversation)
+    return JsonResponse(
+        {key: data[key] for key in ("id", "title", "url", "created_at")}, status=201
+    )
+
+
+def _owner_from(request: HttpRequest, username: Any):
+    if not isinstance(username, str):
+        raise EventError("field 'owner' must be a username", field="owner")
+    if username != request.user.get_username() and not request.user.has_perm("chatui.ingest_any"):
+        raise EventError(
+            "creating a conversation for another user needs the chatui.ingest_any permission",
+            field="owner", status=403,
+        )
+    owner = get_user_model().objects.filter(username=username, is_active=True).first()
+    if owner is None:
+        raise EventError(f"no active user named '{username[:150]}'", field="owner")
+    return owner
+
+
+@api_view("GET")
+def conversation_detail(request: HttpRequest, conversation_id) -> JsonResponse:
+    conversation = selectors.conversation_for_writer(request.user, conversation_id)
+    if conversation is None:
+        return error("conversation not found", 404)
+    messages = [message_to_dict(m) for m in selectors.messages_of(conversation)]
+    return JsonResponse(
+        {
+            "conversation": conversation_to_dict(conversation),
+            "messages": messages,
+            "last_seq": conversation.last_seq,
+        }
+    )
+
+
+@api_view("GET", "POST")
+def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
+    conversation = selectors.conversation_for_writer(request.user, conversation_id)
+    if conversation is None:
+        return error("conversation not found", 404)
+    if request.method == "POST":
+        result = ingest(conversation, read_json(request))
+        return JsonResponse(result.as_dict())
+    after = request.GET.get("after", "0")
+    if not after.isdigit():
+        return error("'after' must be a non-negative integer", field="after")
+    events = list(selectors.events_after(conversation, int(after)))
+    return JsonResponse(
+        {
+            "events": [event_to_dict(event) for event in events],
+            "last_seq": conversation.last_seq,
+            "has_more": bool(events) and events[-1].seq < conversation.last_seq,
+        }
+    )

@@ -1,0 +1,160 @@
+"""The one way in: validate, sequence, append, project — and announce on commit.
+
+Every writer — the HTTP API, the built-in agents, importers, tests — calls
+`ingest`. It is the only code that appends `Event` rows and (through the
+projector) writes `Message` and `Run` rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import OperationalError, transaction
+from django.dispatch import Signal
+from django.utils import timezone
+
+from .events import EventError, NormalisedEvent, parse_events
+from .models import Conversation, Event, Message, Run
+from .projection import ChangeSet, Projector
+
+logger = logging.getLogger(__name__)
+
+#: Sent after an ingest transaction commits, with `conversation_id`, `first_seq`,
+#: `last_seq` and `changes` (a ChangeSet). The live push listens to it.
+events_ingested = Signal()
+
+LOCK_RETRIES = 5
+
+
+@dataclass
+class IngestResult:
+    accepted: int
+    duplicates: int
+    last_seq: int
+    changes: ChangeSet = field(default_factory=ChangeSet)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"accepted": self.accepted, "duplicates": self.duplicates, "last_seq": self.last_seq}
+
+
+def ingest(conversation: Conversation, body: Any) -> IngestResult:
+    """Validate and apply one event, a list of events, or {"events": [...]}.
+
+    Raises EventError (nothing applied) for bad input or a reused event_id with
+    another body. Applies the batch whole or not at all.
+    """
+    events = parse_events(body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES)
+    return ingest_normalised(conversation, events)
+
+
+def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return _ingest_once(conversation, events)
+        except OperationalError as error:
+            # The busy timeout should absorb contention; this is the last resort.
+            if "locked" not in str(error) or attempt == LOCK_RETRIES - 1:
+                raise
+            logger.warning("database locked while ingesting; retrying (%s)", attempt + 1)
+            time.sleep(0.05 * (2**attempt) + random.random() * 0.05)
+    raise AssertionError("unreachable")
+
+
+def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
+    received_at = timezone.now()
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        fresh, duplicates = _drop_duplicates(locked, events)
+        rows = [
+            Event(
+                conversation=locked,
+                seq=locked.last_seq + offset,
+                event_id=event.event_id,
+                body_hash=event.body_hash,
+                type=event.type,
+                run_id=event.run_id,
+                tool_call_id=event.tool_call_id,
+                payload=event.payload,
+                timestamp=event.timestamp or received_at,
+                received_at=received_at,
+            )
+            for offset, event in enumerate(fresh, start=1)
+        ]
+        Event.objects.bulk_create(rows)
+        projector = Projector(locked)
+        for row in rows:
+            projector.apply(row)
+        if rows:
+            locked.last_seq = rows[-1].seq
+            locked.save(update_fields=["last_seq", "status", "title", "updated_at"])
+            _announce_on_commit(locked, rows[0].seq, projector.changes)
+    conversation.last_seq, conversation.status = locked.last_seq, locked.status
+    conversation.title = locked.title
+    return IngestResult(
+        accepted=len(rows), duplicates=duplicates, last_seq=locked.last_seq,
+        changes=projector.changes,
+    )
+
+
+def _drop_duplicates(
+    conversation: Conversation, events: Iterable[NormalisedEvent]
+) -> tuple[list[NormalisedEvent], int]:
+    """REL1: the same event_id and body again is a no-op; another body is a 409."""
+    events = list(events)
+    ids = [event.event_id for event in events if event.event_id]
+    known = dict(
+        Event.objects.filter(conversation=conversation, event_id__in=ids).values_list(
+            "event_id", "body_hash"
+        )
+    ) if ids else {}
+    fresh, duplicates = [], 0
+    for event in events:
+        if event.event_id:
+            prior = known.get(event.event_id)
+            if prior is not None:
+                if prior != event.body_hash:
+                    raise EventError(
+                        f"event_id '{event.event_id}' was already used with a different body",
+                        index=event.index, field="event_id", status=409,
+                    )
+                duplicates += 1
+                continue
+            known[event.event_id] = event.body_hash
+        fresh.append(event)
+    return fresh, duplicates
+
+
+def _announce_on_commit(conversation: Conversation, first_seq: int, changes: ChangeSet) -> None:
+    def announce() -> None:
+        events_ingested.send_robust(
+            sender=Conversation,
+            conversation_id=conversation.pk,
+            first_seq=first_seq,
+            last_seq=conversation.last_seq,
+            changes=changes,
+        )
+
+    transaction.on_commit(announce, robust=True)
+
+
+def reproject(conversation: Conversation) -> ChangeSet:
+    """Rebuild a conversation's messages and runs from its event log."""
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        Message.objects.filter(conversation=locked).delete()
+        Run.objects.filter(conversation=locked).delete()
+        locked.status = "idle"
+        projector = Projector(locked)
+        for event in Event.objects.filter(conversation=locked).order_by("seq").iterator():
+            projector.apply(event)
+        projector.changes.conversation_changed = True
+        locked.save(update_fields=["status", "title", "updated_at"])
+        _announce_on_commit(locked, 1, projector.changes)
+    conversation.status = locked.status
+    return projector.changes

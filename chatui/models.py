@@ -1,0 +1,189 @@
+"""chatui's data: an append-only event log per conversation, and its projection.
+
+`Event` rows are the source of truth and are never updated or deleted by the app.
+`Message` and `Run` rows are a projection of them (SPEC §1): `chatui.ingest` is
+the only code that writes them, and `reproject` can rebuild them at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class ConversationStatus(models.TextChoices):
+    IDLE = "idle", "Idle"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=16, choices=ConversationStatus.choices, default=ConversationStatus.IDLE
+    )
+    # The highest seq appended so far; the row lock on it serialises writers.
+    last_seq = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        permissions = [
+            ("ingest_any", "Can post events to any user's conversation"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("chatui:conversation", args=[self.id])
+
+
+class Event(models.Model):
+    """One accepted event, exactly as normalised at ingest. Append-only."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    event_id = models.CharField(max_length=200, null=True, blank=True)
+    # sha256 of the event as the client sent it, to tell a duplicate from a conflict.
+    body_hash = models.CharField(max_length=64)
+    type = models.CharField(max_length=40)
+    run_id = models.CharField(max_length=200, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True, db_index=True)
+    payload = models.JSONField()
+    timestamp = models.DateTimeField()
+    received_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="event_seq_unique"),
+            models.UniqueConstraint(
+                fields=["conversation", "event_id"],
+                condition=models.Q(event_id__isnull=False),
+                name="event_id_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"
+
+
+class Role(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+    STATUS = "status", "Status"
+
+
+class ToolStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCESS = "success", "Success"
+    ERROR = "error", "Error"
+
+
+class Message(models.Model):
+    """A seed-000 Message, projected from events."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    message_id = models.CharField(max_length=250)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    timestamp = models.DateTimeField()
+    metadata = models.JSONField(default=dict, blank=True)
+    # Order of creation: creating event's seq * 1000 + index within that event.
+    position = models.PositiveBigIntegerField()
+    run_id = models.CharField(max_length=200, blank=True)
+    # Indexed copies of metadata, for lookups, admin filters and counts.
+    tool_call_id = models.CharField(max_length=200, blank=True, db_index=True)
+    tool_name = models.CharField(max_length=200, blank=True, db_index=True)
+    tool_status = models.CharField(max_length=16, choices=ToolStatus.choices, blank=True)
+    parent_tool_call_id = models.CharField(max_length=200, blank=True)
+    status_type = models.CharField(max_length=20, blank=True)
+    # Streaming assistant text is open until agent.step.completed finalises it.
+    is_final = models.BooleanField(default=True)
+    # The seq of the last event that changed this message (live partials carry it).
+    updated_seq = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["conversation", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "message_id"], name="message_id_unique"
+            ),
+            models.UniqueConstraint(fields=["conversation", "position"], name="message_position"),
+        ]
+        indexes = [models.Index(fields=["conversation", "tool_status"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.message_id}"
+
+    @property
+    def dom_id(self) -> str:
+        """Element id built from our own primary key, never from client strings."""
+        return f"m-{self.pk}"
+
+
+class Run(models.Model):
+    """One agent run (one user turn), as announced by its events."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=16, choices=ConversationStatus.choices, default=ConversationStatus.RUNNING
+    )
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    error_message = models.TextField(blank=True)
+    started_seq = models.PositiveBigIntegerField()
+
+    class Meta:
+        ordering = ["conversation", "started_seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "run_id"], name="run_id_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} ({self.status})"
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    """A bearer token for the ingest API. Only its sha256 is stored."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=16, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @classmethod
+    def issue(cls, user, name: str = "") -> tuple[ApiToken, str]:
+        """Create a token; the raw key is returned once and never stored."""
+        raw = "chatui_" + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, key_hash=hash_token(raw), prefix=raw[:14])
+        return token, raw

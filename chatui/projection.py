@@ -1,0 +1,394 @@
+"""Project events onto Message and Run rows (SPEC §2–§3, [000]).
+
+`Projector.apply` is called by `chatui.ingest` only, inside the ingest
+transaction, once per appended event and in seq order. It must be
+deterministic: `reproject` replays the same events and must produce the same
+messages, so every id, position and timestamp comes from the events themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import is_tool_execution_result, result_text
+from .models import Conversation, ConversationStatus, Event, Message, Role, Run, ToolStatus
+
+EPHEMERAL_STATUS_TYPES = ("thinking", "tool_call", "tool_result", "info")
+FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR)
+OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
+# The live output tail kept on a running tool; the event log keeps every chunk.
+OUTPUT_TAIL_CHARS = 8000
+TITLE_CHARS = 80
+
+
+@dataclass
+class ChangeSet:
+    """What one ingest call changed, for the live push (filled in seq order)."""
+
+    changed: dict[int, int] = field(default_factory=dict)  # message pk -> seq
+    removed: list[int] = field(default_factory=list)  # message pks
+    conversation_changed: bool = False
+
+    def touch(self, message: Message, seq: int) -> None:
+        self.changed[message.pk] = seq
+
+    def remove(self, message_pk: int) -> None:
+        self.changed.pop(message_pk, None)
+        self.removed.append(message_pk)
+
+
+class Projector:
+    """Applies events to one conversation's messages. One instance per ingest call."""
+
+    def __init__(self, conversation: Conversation):
+        self.conversation = conversation
+        self.changes = ChangeSet()
+        self._tools: dict[str, Message] = {}
+
+    # -- entry point ------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        self._sub_position = 0
+        self._track_run(event)
+        handler = getattr(self, "_on_" + event.type.replace(".", "_"))
+        handler(event, event.payload)
+
+    # -- messages by type -------------------------------------------------
+
+    def _on_user_message(self, event: Event, payload: dict[str, Any]) -> None:
+        message_id = payload.get("message_id") or f"msg_{event.seq}"
+        if self._message_exists(message_id):
+            return  # the same message sent twice under two event ids appears once (L4)
+        self._create(event, message_id, Role.USER, content=payload["content"])
+        if not self.conversation.title:
+            self.conversation.title = _title_from(payload["content"])
+            self.changes.conversation_changed = True
+
+    def _on_agent_message_delta(self, event: Event, payload: dict[str, Any]) -> None:
+        message = self._find(payload["message_id"])
+        if message is None:
+            message = self._create(
+                event, payload["message_id"], Role.ASSISTANT, content=payload["delta"],
+                is_final=False,
+            )
+            return
+        if message.role != Role.ASSISTANT or message.is_final:
+            return  # a delta after step.completed is ignored (§2 tolerance)
+        message.content += payload["delta"]
+        self._save(message, event)
+
+    def _on_agent_step_completed(self, event: Event, payload: dict[str, Any]) -> None:
+        message = self._find(payload["message_id"]) if payload.get("message_id") else (
+            self._open_assistant_message(event.run_id)
+        )
+        metadata: dict[str, Any] = {}
+        if payload.get("tool_calls"):
+            metadata["tool_calls"] = payload["tool_calls"]
+        for key in ("duration_ms", "tokens"):
+            if key in payload:
+                metadata[key] = payload[key]
+        if message is None:
+            message = self._create(
+                event, payload.get("message_id") or f"msg_{event.seq}", Role.ASSISTANT,
+                content=payload["content"], metadata=metadata,
+            )
+        elif message.role == Role.ASSISTANT:
+            message.content = payload["content"]
+            message.metadata = metadata
+            message.is_final = True
+            self._save(message, event)
+        for index, call in enumerate(payload.get("tool_calls", [])):
+            self._queue_tool_call(event, message.message_id, index, call)
+
+    def _queue_tool_call(
+        self, event: Event, assistant_id: str, index: int, call: dict[str, Any]
+    ) -> None:
+        call_id = call.get("id", "")
+        if call_id and self._tool(call_id) is not None:
+            return  # already started (or finished): nothing to queue
+        message = self._create(
+            event,
+            f"tool_{call_id}" if call_id else f"tool_{assistant_id}_{index}",
+            Role.TOOL,
+            tool_call_id=call_id,
+            tool_name=call["name"],
+            tool_status=ToolStatus.QUEUED,
+        )
+        for key in ("args", "args_summary"):
+            if key in call:
+                message.metadata[key] = call[key]
+        self._save(message, event)
+
+    def _on_agent_tool_started(self, event: Event, payload: dict[str, Any]) -> None:
+        call_id = payload["tool_call_id"]
+        message = self._tool(call_id) or self._claim_queued(call_id, payload["tool_name"])
+        if message is None:
+            message = self._create(
+                event, f"tool_{call_id}", Role.TOOL, tool_call_id=call_id,
+                tool_name=payload["tool_name"], tool_status=ToolStatus.RUNNING,
+            )
+        elif message.tool_status in FINISHED:
+            return  # a late `started` for a finished tool changes nothing
+        else:
+            message.tool_status = ToolStatus.RUNNING
+            message.timestamp = event.timestamp
+        message.tool_name = payload["tool_name"]
+        message.parent_tool_call_id = payload.get("parent_tool_call_id", "")
+        for key in ("args", "args_summary", "attempt", "max_attempts", "parent_tool_call_id"):
+            if key in payload:
+                message.metadata[key] = payload[key]
+        self._save(message, event)
+        self._apply_early_progress(message, event)
+
+    def _on_agent_tool_progress(self, event: Event, payload: dict[str, Any]) -> None:
+        message = self._tool(payload["tool_call_id"])
+        if message is None or message.tool_status in FINISHED:
+            return  # kept in the log; applied when the tool appears
+        self._apply_progress(message, payload)
+        self._save(message, event)
+
+    def _on_agent_tool_completed(self, event: Event, payload: dict[str, Any]) -> None:
+        call_id = payload["tool_call_id"]
+        name = payload.get("tool_name", "")
+        message = self._tool(call_id) or (self._claim_queued(call_id, name) if name else None)
+        if message is None:
+            # [003]'s fallback: a result with no start still gets its entry.
+            message = self._create(
+                event, f"tool_{call_id}", Role.TOOL, tool_call_id=call_id,
+                tool_name=name or "tool", tool_status=ToolStatus.RUNNING,
+            )
+        elif message.tool_status in FINISHED:
+            return
+        if name and not message.tool_name:
+            message.tool_name = name
+        result = payload.get("result")
+        error = payload.get("error")
+        meta = message.metadata
+        if "result" in payload:
+            meta["tool_result"] = result
+        details = payload.get("details")
+        if details is None and is_tool_execution_result(result) and isinstance(
+            result.get("details"), dict
+        ):
+            details = result["details"]
+        if details is not None:
+            meta["details"] = details
+        if "duration_ms" in payload:
+            meta["tool_duration_ms"] = payload["duration_ms"]
+        if error:
+            meta["tool_error"] = error
+            message.tool_status = ToolStatus.ERROR
+            message.content = error
+        else:
+            message.tool_status = ToolStatus.SUCCESS
+            message.content = result_text(result)
+        self._save(message, event)
+
+    def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
+        verb = "continuing" if payload["should_continue"] else "stopped"
+        self._create(
+            event, f"status_{event.seq}", Role.STATUS,
+            content=f"Agent {verb}: {payload['stop_reason']}",
+            status_type="continuation",
+            metadata={
+                "continuation": {
+                    key: payload[key] for key in ("should_continue", "stop_reason", "resolved_by")
+                }
+            },
+        )
+
+    def _on_agent_status(self, event: Event, payload: dict[str, Any]) -> None:
+        status = payload["status"]
+        if status in ("thinking", "info"):
+            default = "Thinking…" if status == "thinking" else ""
+            self._create(
+                event, f"status_{event.seq}", Role.STATUS,
+                content=payload.get("message") or default, status_type=status,
+            )
+        elif status == "failed":
+            text = payload.get("error_message") or payload.get("message") or "The run failed."
+            self._create(
+                event, f"status_{event.seq}", Role.STATUS, content=text, status_type="error"
+            )
+        if status in ("completed", "failed"):
+            self._finish_run(event, status, payload)
+            self._reconcile(event.run_id)
+        elif status == "running":
+            self._set_conversation_status(ConversationStatus.RUNNING, event.run_id)
+
+    # -- runs ---------------------------------------------------------------
+
+    def _track_run(self, event: Event) -> None:
+        """An unseen run_id starts a run; the conversation follows its latest run."""
+        if not event.run_id:
+            return
+        run, created = Run.objects.get_or_create(
+            conversation=self.conversation,
+            run_id=event.run_id,
+            defaults={"started_at": event.timestamp, "started_seq": event.seq},
+        )
+        if created:
+            self._set_status(ConversationStatus.RUNNING)
+
+    def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
+        if event.run_id:
+            Run.objects.filter(conversation=self.conversation, run_id=event.run_id).update(
+                status=status, ended_at=event.timestamp,
+                error_message=payload.get("error_message", "") if status == "failed" else "",
+            )
+        self._set_conversation_status(status, event.run_id)
+
+    def _set_conversation_status(self, status: str, run_id: str) -> None:
+        if run_id:
+            latest = Run.objects.filter(conversation=self.conversation).last()
+            if latest is not None and latest.run_id != run_id:
+                return  # an older run ending does not change a newer run's status
+            Run.objects.filter(conversation=self.conversation, run_id=run_id).update(
+                status=status
+            )
+        self._set_status(status)
+
+    def _set_status(self, status: str) -> None:
+        if self.conversation.status != status:
+            self.conversation.status = status
+            self.changes.conversation_changed = True
+
+    def _reconcile(self, run_id: str) -> None:
+        """S3: drop this run's ephemeral statuses; errors and continuations stay."""
+        ephemeral = Message.objects.filter(
+            conversation=self.conversation, role=Role.STATUS,
+            status_type__in=EPHEMERAL_STATUS_TYPES,
+        )
+        if run_id:
+            ephemeral = ephemeral.filter(run_id__in=[run_id, ""])
+        for pk in list(ephemeral.values_list("pk", flat=True)):
+            self.changes.remove(pk)
+        ephemeral.delete()
+
+    # -- helpers ------------------------------------------------------------
+
+    def _create(
+        self,
+        event: Event,
+        message_id: str,
+        role: str,
+        *,
+        content: str = "",
+        metadata: dict[str, Any] | None = None,
+        is_final: bool = True,
+        tool_call_id: str = "",
+        tool_name: str = "",
+        tool_status: str = "",
+        status_type: str = "",
+    ) -> Message:
+        message = Message(
+            conversation=self.conversation,
+            message_id=message_id,
+            role=role,
+            content=content,
+            timestamp=event.timestamp,
+            metadata=dict(metadata or {}),
+            position=event.seq * 1000 + self._sub_position,
+            run_id=event.run_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            tool_status=tool_status,
+            status_type=status_type,
+            is_final=is_final,
+        )
+        self._sub_position += 1
+        self._save(message, event)
+        if role == Role.TOOL and tool_call_id:
+            self._tools[tool_call_id] = message
+        return message
+
+    def _save(self, message: Message, event: Event) -> None:
+        if message.role == Role.TOOL:
+            _sync_tool_metadata(message)
+        elif message.role == Role.STATUS:
+            message.metadata["status_type"] = message.status_type
+        message.updated_seq = event.seq
+        message.save()
+        self.changes.touch(message, event.seq)
+
+    def _find(self, message_id: str) -> Message | None:
+        return Message.objects.filter(
+            conversation=self.conversation, message_id=message_id
+        ).first()
+
+    def _message_exists(self, message_id: str) -> bool:
+        return Message.objects.filter(
+            conversation=self.conversation, message_id=message_id
+        ).exists()
+
+    def _open_assistant_message(self, run_id: str) -> Message | None:
+        return (
+            Message.objects.filter(
+                conversation=self.conversation, role=Role.ASSISTANT, is_final=False, run_id=run_id
+            )
+            .order_by("-position")
+            .first()
+        )
+
+    def _tool(self, tool_call_id: str) -> Message | None:
+        if tool_call_id not in self._tools:
+            found = Message.objects.filter(
+                conversation=self.conversation, role=Role.TOOL, tool_call_id=tool_call_id
+            ).first()
+            if found is None:
+                return None
+            self._tools[tool_call_id] = found
+        return self._tools[tool_call_id]
+
+    def _claim_queued(self, tool_call_id: str, tool_name: str) -> Message | None:
+        """R4's fallback: a queued call announced without an id is matched by name."""
+        message = (
+            Message.objects.filter(
+                conversation=self.conversation, role=Role.TOOL, tool_call_id="",
+                tool_name=tool_name, tool_status=ToolStatus.QUEUED,
+            )
+            .order_by("position")
+            .first()
+        )
+        if message is not None:
+            message.tool_call_id = tool_call_id
+            self._tools[tool_call_id] = message
+        return message
+
+    def _apply_early_progress(self, message: Message, event: Event) -> None:
+        """`progress` that arrived before its tool is applied once the tool appears."""
+        early = Event.objects.filter(
+            conversation=self.conversation, type="agent.tool.progress",
+            tool_call_id=message.tool_call_id, seq__lt=event.seq,
+        ).order_by("seq")
+        applied = False
+        for progress in early:
+            self._apply_progress(message, progress.payload)
+            applied = True
+        if applied:
+            self._save(message, event)
+
+    @staticmethod
+    def _apply_progress(message: Message, payload: dict[str, Any]) -> None:
+        meta = message.metadata
+        message.tool_status = ToolStatus.RUNNING
+        if "progress" in payload:
+            meta["progress"] = payload["progress"]
+        if payload.get("output"):
+            meta["output"] = (meta.get("output", "") + payload["output"])[-OUTPUT_TAIL_CHARS:]
+        if "message" in payload:
+            meta["progress_message"] = payload["message"]
+
+
+def _sync_tool_metadata(message: Message) -> None:
+    """The indexed columns are the truth for these keys; metadata mirrors them."""
+    meta = message.metadata
+    meta["tool_call_id"] = message.tool_call_id
+    meta["tool_name"] = message.tool_name
+    meta["tool_status"] = message.tool_status
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from . import api
+
+api_patterns = [
+    path("conversations", api.conversations, name="conversations"),
+    path("conversations/<uuid:conversation_id>", api.conversation_detail, name="conversation"),
+    path(
+        "conversations/<uuid:conversation_id>/events",
+        api.conversation_events,
+        name="conversation-events",
+    ),
+]
+
+urlpatterns = [
+    path("api/v1/", include((api_patterns, "api"))),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("", include("chatui.web_urls")),
+]

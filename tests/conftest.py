@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from chatui.ingest import ingest
+from chatui.models import ApiToken, Conversation
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def load_fixture(name: str) -> Any:
+    path = FIXTURES / name
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return json.loads(path.read_text())
+
+
+class ApiClient:
+    """Django's test client with a bearer token and JSON helpers."""
+
+    def __init__(self, raw_token: str):
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {raw_token}"}
+
+    def get(self, path: str, **params):
+        return self.client.get(path, params, headers=self.headers)
+
+    def post(self, path: str, body: Any = None, *, raw: bytes | None = None):
+        data = raw if raw is not None else json.dumps(body)
+        return self.client.post(
+            path, data=data, content_type="application/json", headers=self.headers
+        )
+
+    def post_events(self, conversation: Conversation, body: Any = None, *, raw=None):
+        return self.post(f"/api/v1/conversations/{conversation.pk}/events", body, raw=raw)
+
+
+@pytest.fixture
+def user(db):
+    return get_user_model().objects.create_user("alice", password="alice-password-1")
+
+
+@pytest.fixture
+def other_user(db):
+    return get_user_model().objects.create_user("mallory", password="mallory-password-1")
+
+
+@pytest.fixture
+def conversation(user) -> Conversation:
+    return Conversation.objects.create(owner=user, title="Test")
+
+
+@pytest.fixture
+def api(user) -> ApiClient:
+    _, raw = ApiToken.issue(user)
+    return ApiClient(raw)
+
+
+@pytest.fixture
+def feed(conversation):
+    """Ingest events into the test conversation and return the messages as dicts."""
+
+    def feed_events(*events: dict) -> None:
+        ingest(conversation, list(events))
+
+    return feed_events
