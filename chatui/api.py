@@ -126,8 +126,7 @@ def conversations(request: HttpRequest) -> JsonResponse:
         raise EventError("expected a JSON object")
     title = body.get("title", "")
     if not isinstance(title, str) or len(title) > 200:
-        raise EventError("field 'title' must be a string of at most 200 characters",
-                         field="title")
+        raise EventError("field 'title' must be a string of at most 200 characters", field="title")
     owner = request.user
     if body.get("owner") is not None:
         owner = _owner_from(request, body["owner"])
@@ -144,7 +143,8 @@ def _owner_from(request: HttpRequest, username: Any):
     if username != request.user.get_username() and not request.user.has_perm("chatui.ingest_any"):
         raise EventError(
             "creating a conversation for another user needs the chatui.ingest_any permission",
-            field="owner", status=403,
+            field="owner",
+            status=403,
         )
     owner = get_user_model().objects.filter(username=username, is_active=True).first()
     if owner is None:

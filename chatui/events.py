@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -180,7 +180,6 @@ class NormalisedEvent:
     run_id: str = ""
     timestamp: datetime | None = None
     index: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tool_call_id(self) -> str:
@@ -221,7 +220,7 @@ def unwrap_batch(body: Any) -> list[Any]:
     elif isinstance(body, dict):
         events = [body]
     else:
-        raise EventError("expected an event object, an array of events, or {\"events\": [...]}")
+        raise EventError('expected an event object, an array of events, or {"events": [...]}')
     if not events:
         raise EventError("no events given")
     return events
@@ -241,9 +240,7 @@ def normalise_event(
         raise EventError("an event must be a JSON object", index=index)
     encoded = canonical_json(raw)
     if max_event_bytes is not None and len(encoded.encode()) > max_event_bytes:
-        raise EventError(
-            f"event is larger than {max_event_bytes} bytes", index=index, status=413
-        )
+        raise EventError(f"event is larger than {max_event_bytes} bytes", index=index, status=413)
     raw_type = raw.get("type")
     if raw_type is None:
         raise EventError("missing required field 'type'", index=index, field="type")
@@ -263,8 +260,9 @@ def normalise_event(
 
     event_id = _optional_common(fields, "event_id", index)
     if event_id is not None and len(event_id) > 200:
-        raise EventError("field 'event_id' must be at most 200 characters", index=index,
-                         field="event_id")
+        raise EventError(
+            "field 'event_id' must be at most 200 characters", index=index, field="event_id"
+        )
     run_id = _optional_common(fields, "run_id", index) or ""
     timestamp = _parse_timestamp(fields.get("timestamp"), index)
 
@@ -332,7 +330,8 @@ def _check_tool_calls(calls: list[Any], index: int) -> list[dict[str, Any]]:
             if value is None:
                 if required:
                     raise EventError(
-                        f"missing required field '{where}.{name}'", index=index,
+                        f"missing required field '{where}.{name}'",
+                        index=index,
                         field=f"{where}.{name}",
                     )
                 continue
@@ -348,7 +347,9 @@ def _check_tool_calls(calls: list[Any], index: int) -> list[dict[str, Any]]:
 
 def _from_tool_execution_end(fields: dict[str, Any]) -> dict[str, Any]:
     """[001] tool_execution_end → agent.tool.completed."""
-    mapped = {key: value for key, value in fields.items() if key not in ("result_preview", "is_error")}
+    mapped = {
+        key: value for key, value in fields.items() if key not in ("result_preview", "is_error")
+    }
     if mapped.get("result") is None and fields.get("result_preview") is not None:
         mapped["result"] = fields["result_preview"]
     if fields.get("is_error") is True:

@@ -97,7 +97,9 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
     return IngestResult(
-        accepted=len(rows), duplicates=duplicates, last_seq=locked.last_seq,
+        accepted=len(rows),
+        duplicates=duplicates,
+        last_seq=locked.last_seq,
         changes=projector.changes,
     )
 
@@ -108,11 +110,15 @@ def _drop_duplicates(
     """REL1: the same event_id and body again is a no-op; another body is a 409."""
     events = list(events)
     ids = [event.event_id for event in events if event.event_id]
-    known = dict(
-        Event.objects.filter(conversation=conversation, event_id__in=ids).values_list(
-            "event_id", "body_hash"
+    known = (
+        dict(
+            Event.objects.filter(conversation=conversation, event_id__in=ids).values_list(
+                "event_id", "body_hash"
+            )
         )
-    ) if ids else {}
+        if ids
+        else {}
+    )
     fresh, duplicates = [], 0
     for event in events:
         if event.event_id:
@@ -121,7 +127,9 @@ def _drop_duplicates(
                 if prior != event.body_hash:
                     raise EventError(
                         f"event_id '{event.event_id}' was already used with a different body",
-                        index=event.index, field="event_id", status=409,
+                        index=event.index,
+                        field="event_id",
+                        status=409,
                     )
                 duplicates += 1
                 continue

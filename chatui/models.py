@@ -56,7 +56,8 @@ class Event(models.Model):
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveBigIntegerField()
-    event_id = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "", for "no idempotency key": the unique constraint skips NULLs.
+    event_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     # sha256 of the event as the client sent it, to tell a duplicate from a conflict.
     body_hash = models.CharField(max_length=64)
     type = models.CharField(max_length=40)

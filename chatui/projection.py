@@ -69,7 +69,10 @@ class Projector:
         message = self._find(payload["message_id"])
         if message is None:
             message = self._create(
-                event, payload["message_id"], Role.ASSISTANT, content=payload["delta"],
+                event,
+                payload["message_id"],
+                Role.ASSISTANT,
+                content=payload["delta"],
                 is_final=False,
             )
             return
@@ -79,8 +82,10 @@ class Projector:
         self._save(message, event)
 
     def _on_agent_step_completed(self, event: Event, payload: dict[str, Any]) -> None:
-        message = self._find(payload["message_id"]) if payload.get("message_id") else (
-            self._open_assistant_message(event.run_id)
+        message = (
+            self._find(payload["message_id"])
+            if payload.get("message_id")
+            else (self._open_assistant_message(event.run_id))
         )
         metadata: dict[str, Any] = {}
         if payload.get("tool_calls"):
@@ -90,8 +95,11 @@ class Projector:
                 metadata[key] = payload[key]
         if message is None:
             message = self._create(
-                event, payload.get("message_id") or f"msg_{event.seq}", Role.ASSISTANT,
-                content=payload["content"], metadata=metadata,
+                event,
+                payload.get("message_id") or f"msg_{event.seq}",
+                Role.ASSISTANT,
+                content=payload["content"],
+                metadata=metadata,
             )
         elif message.role == Role.ASSISTANT:
             message.content = payload["content"]
@@ -125,8 +133,12 @@ class Projector:
         message = self._tool(call_id) or self._claim_queued(call_id, payload["tool_name"])
         if message is None:
             message = self._create(
-                event, f"tool_{call_id}", Role.TOOL, tool_call_id=call_id,
-                tool_name=payload["tool_name"], tool_status=ToolStatus.RUNNING,
+                event,
+                f"tool_{call_id}",
+                Role.TOOL,
+                tool_call_id=call_id,
+                tool_name=payload["tool_name"],
+                tool_status=ToolStatus.RUNNING,
             )
         elif message.tool_status in FINISHED:
             return  # a late `started` for a finished tool changes nothing
@@ -155,8 +167,12 @@ class Projector:
         if message is None:
             # [003]'s fallback: a result with no start still gets its entry.
             message = self._create(
-                event, f"tool_{call_id}", Role.TOOL, tool_call_id=call_id,
-                tool_name=name or "tool", tool_status=ToolStatus.RUNNING,
+                event,
+                f"tool_{call_id}",
+                Role.TOOL,
+                tool_call_id=call_id,
+                tool_name=name or "tool",
+                tool_status=ToolStatus.RUNNING,
             )
         elif message.tool_status in FINISHED:
             return
@@ -168,8 +184,10 @@ class Projector:
         if "result" in payload:
             meta["tool_result"] = result
         details = payload.get("details")
-        if details is None and is_tool_execution_result(result) and isinstance(
-            result.get("details"), dict
+        if (
+            details is None
+            and is_tool_execution_result(result)
+            and isinstance(result.get("details"), dict)
         ):
             details = result["details"]
         if details is not None:
@@ -188,7 +206,9 @@ class Projector:
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
         verb = "continuing" if payload["should_continue"] else "stopped"
         self._create(
-            event, f"status_{event.seq}", Role.STATUS,
+            event,
+            f"status_{event.seq}",
+            Role.STATUS,
             content=f"Agent {verb}: {payload['stop_reason']}",
             status_type="continuation",
             metadata={
@@ -203,8 +223,11 @@ class Projector:
         if status in ("thinking", "info"):
             default = "Thinking…" if status == "thinking" else ""
             self._create(
-                event, f"status_{event.seq}", Role.STATUS,
-                content=payload.get("message") or default, status_type=status,
+                event,
+                f"status_{event.seq}",
+                Role.STATUS,
+                content=payload.get("message") or default,
+                status_type=status,
             )
         elif status == "failed":
             text = payload.get("error_message") or payload.get("message") or "The run failed."
@@ -223,7 +246,7 @@ class Projector:
         """An unseen run_id starts a run; the conversation follows its latest run."""
         if not event.run_id:
             return
-        run, created = Run.objects.get_or_create(
+        _run, created = Run.objects.get_or_create(
             conversation=self.conversation,
             run_id=event.run_id,
             defaults={"started_at": event.timestamp, "started_seq": event.seq},
@@ -234,7 +257,8 @@ class Projector:
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
         if event.run_id:
             Run.objects.filter(conversation=self.conversation, run_id=event.run_id).update(
-                status=status, ended_at=event.timestamp,
+                status=status,
+                ended_at=event.timestamp,
                 error_message=payload.get("error_message", "") if status == "failed" else "",
             )
         self._set_conversation_status(status, event.run_id)
@@ -244,9 +268,7 @@ class Projector:
             latest = Run.objects.filter(conversation=self.conversation).last()
             if latest is not None and latest.run_id != run_id:
                 return  # an older run ending does not change a newer run's status
-            Run.objects.filter(conversation=self.conversation, run_id=run_id).update(
-                status=status
-            )
+            Run.objects.filter(conversation=self.conversation, run_id=run_id).update(status=status)
         self._set_status(status)
 
     def _set_status(self, status: str) -> None:
@@ -257,7 +279,8 @@ class Projector:
     def _reconcile(self, run_id: str) -> None:
         """S3: drop this run's ephemeral statuses; errors and continuations stay."""
         ephemeral = Message.objects.filter(
-            conversation=self.conversation, role=Role.STATUS,
+            conversation=self.conversation,
+            role=Role.STATUS,
             status_type__in=EPHEMERAL_STATUS_TYPES,
         )
         if run_id:
@@ -313,9 +336,7 @@ class Projector:
         self.changes.touch(message, event.seq)
 
     def _find(self, message_id: str) -> Message | None:
-        return Message.objects.filter(
-            conversation=self.conversation, message_id=message_id
-        ).first()
+        return Message.objects.filter(conversation=self.conversation, message_id=message_id).first()
 
     def _message_exists(self, message_id: str) -> bool:
         return Message.objects.filter(
@@ -345,8 +366,11 @@ class Projector:
         """R4's fallback: a queued call announced without an id is matched by name."""
         message = (
             Message.objects.filter(
-                conversation=self.conversation, role=Role.TOOL, tool_call_id="",
-                tool_name=tool_name, tool_status=ToolStatus.QUEUED,
+                conversation=self.conversation,
+                role=Role.TOOL,
+                tool_call_id="",
+                tool_name=tool_name,
+                tool_status=ToolStatus.QUEUED,
             )
             .order_by("position")
             .first()
@@ -359,8 +383,10 @@ class Projector:
     def _apply_early_progress(self, message: Message, event: Event) -> None:
         """`progress` that arrived before its tool is applied once the tool appears."""
         early = Event.objects.filter(
-            conversation=self.conversation, type="agent.tool.progress",
-            tool_call_id=message.tool_call_id, seq__lt=event.seq,
+            conversation=self.conversation,
+            type="agent.tool.progress",
+            tool_call_id=message.tool_call_id,
+            seq__lt=event.seq,
         ).order_by("seq")
         applied = False
         for progress in early:

@@ -15,6 +15,9 @@ from django.core.management.utils import get_random_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("CHATUI_DATA_DIR", BASE_DIR / "var"))
+STATIC_ROOT = DATA_DIR / "staticfiles"
+# SQLite does not create its folder, and WhiteNoise warns about a missing STATIC_ROOT.
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -147,7 +150,6 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
 # Serve straight from the finders so a fresh clone works with DEBUG off and no
 # collectstatic step; WhiteNoise still adds caching headers.
 WHITENOISE_USE_FINDERS = True

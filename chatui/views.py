@@ -22,6 +22,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
         raise Http404("conversation not found")
     messages = selectors.messages_of(conversation)
     return render(
-        request, "chatui/conversation.html",
+        request,
+        "chatui/conversation.html",
         {"conversation": conversation, "messages": messages},
     )

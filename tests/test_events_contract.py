@@ -35,19 +35,33 @@ def test_agentspine_tool_execution_start_alias():
 
 def test_agentspine_tool_execution_end_uses_result_preview_when_result_missing():
     (event,) = parse_events(
-        {"type": "tool_execution_end", "tool_call_id": "c1", "tool_name": "ls",
-         "result_preview": "a b c", "details": {"kind": "file"}, "is_error": False}
+        {
+            "type": "tool_execution_end",
+            "tool_call_id": "c1",
+            "tool_name": "ls",
+            "result_preview": "a b c",
+            "details": {"kind": "file"},
+            "is_error": False,
+        }
     )
     assert event.type == "agent.tool.completed"
     assert event.payload == {
-        "tool_call_id": "c1", "tool_name": "ls", "result": "a b c", "details": {"kind": "file"}
+        "tool_call_id": "c1",
+        "tool_name": "ls",
+        "result": "a b c",
+        "details": {"kind": "file"},
     }
 
 
 def test_agentspine_is_error_makes_result_text_the_error():
     (event,) = parse_events(
-        {"type": "tool_execution_end", "tool_call_id": "c1", "tool_name": "ls",
-         "result": {"text": "permission denied", "details": {}}, "is_error": True}
+        {
+            "type": "tool_execution_end",
+            "tool_call_id": "c1",
+            "tool_name": "ls",
+            "result": {"text": "permission denied", "details": {}},
+            "is_error": True,
+        }
     )
     assert event.payload["error"] == "permission denied"
 
@@ -78,20 +92,43 @@ def VALID_EVENT() -> dict:
         ({"type": "user.message", "content": "   "}, "content", "must not be empty"),
         ({"type": "user.message", "content": 5}, "content", "must be a string"),
         ({"type": "agent.tool.started", "tool_call_id": "c"}, "tool_name", "missing"),
-        ({"type": "agent.tool.started", "tool_call_id": "c", "tool_name": "x", "args": []},
-         "args", "must be an object"),
-        ({"type": "agent.tool.progress", "tool_call_id": "c", "progress": 2}, "progress",
-         "between 0 and 1"),
+        (
+            {"type": "agent.tool.started", "tool_call_id": "c", "tool_name": "x", "args": []},
+            "args",
+            "must be an object",
+        ),
+        (
+            {"type": "agent.tool.progress", "tool_call_id": "c", "progress": 2},
+            "progress",
+            "between 0 and 1",
+        ),
         ({"type": "agent.status", "status": "sleeping"}, "status", "must be one of"),
-        ({"type": "agent.continuation", "should_continue": "no", "stop_reason": "a",
-          "resolved_by": "b"}, "should_continue", "true or false"),
-        ({"type": "agent.step.completed", "content": "", "tool_calls": [{"id": "c"}]},
-         "tool_calls[0].name", "missing"),
+        (
+            {
+                "type": "agent.continuation",
+                "should_continue": "no",
+                "stop_reason": "a",
+                "resolved_by": "b",
+            },
+            "should_continue",
+            "true or false",
+        ),
+        (
+            {"type": "agent.step.completed", "content": "", "tool_calls": [{"id": "c"}]},
+            "tool_calls[0].name",
+            "missing",
+        ),
         ({"type": "agent.step.completed", "content": "", "tokens": 1.5}, "tokens", "integer"),
-        ({"type": "user.message", "content": "x", "timestamp": "yesterday"}, "timestamp",
-         "ISO 8601"),
-        ({"type": "user.message", "content": "x", "event_id": "e" * 201}, "event_id",
-         "at most 200"),
+        (
+            {"type": "user.message", "content": "x", "timestamp": "yesterday"},
+            "timestamp",
+            "ISO 8601",
+        ),
+        (
+            {"type": "user.message", "content": "x", "event_id": "e" * 201},
+            "event_id",
+            "at most 200",
+        ),
         ({"content": "x"}, "type", "missing required field 'type'"),
     ],
 )
@@ -112,8 +149,9 @@ def test_batch_shapes_are_equivalent():
 
 def test_per_event_size_limit_is_413():
     with pytest.raises(EventError) as caught:
-        parse_events([VALID_EVENT(), {"type": "user.message", "content": "x" * 2000}],
-                     max_event_bytes=1000)
+        parse_events(
+            [VALID_EVENT(), {"type": "user.message", "content": "x" * 2000}], max_event_bytes=1000
+        )
     assert (caught.value.status, caught.value.index) == (413, 1)
 
 

@@ -16,8 +16,10 @@ def tool(conversation, call_id: str) -> Message:
 
 
 def test_user_message_projects_with_given_or_generated_id(conversation, feed):
-    feed({"type": "user.message", "message_id": "u1", "content": "hi <b>there</b>"},
-         {"type": "user.message", "content": "again"})
+    feed(
+        {"type": "user.message", "message_id": "u1", "content": "hi <b>there</b>"},
+        {"type": "user.message", "content": "again"},
+    )
     first, second = messages(conversation)
     assert first["id"] == "u1" and first["role"] == "user"
     assert first["content"] == "hi <b>there</b>"
@@ -26,8 +28,10 @@ def test_user_message_projects_with_given_or_generated_id(conversation, feed):
 
 
 def test_user_message_with_same_message_id_appears_once(conversation, feed):
-    feed({"type": "user.message", "message_id": "u1", "content": "hi", "event_id": "a"},
-         {"type": "user.message", "message_id": "u1", "content": "hi", "event_id": "b"})
+    feed(
+        {"type": "user.message", "message_id": "u1", "content": "hi", "event_id": "a"},
+        {"type": "user.message", "message_id": "u1", "content": "hi", "event_id": "b"},
+    )
     assert [m["id"] for m in messages(conversation)] == ["u1"]
 
 
@@ -41,35 +45,59 @@ def test_first_user_message_becomes_the_title(user):
 
 
 def test_deltas_stream_and_step_completed_replaces_text(conversation, feed):
-    feed({"type": "agent.message.delta", "message_id": "a1", "delta": "Hel"},
-         {"type": "agent.message.delta", "message_id": "a1", "delta": "lo"})
+    feed(
+        {"type": "agent.message.delta", "message_id": "a1", "delta": "Hel"},
+        {"type": "agent.message.delta", "message_id": "a1", "delta": "lo"},
+    )
     assert messages(conversation)[0]["content"] == "Hello"
-    feed({"type": "agent.step.completed", "message_id": "a1", "content": "Hello, world.",
-          "duration_ms": 1200, "tokens": 650})
+    feed(
+        {
+            "type": "agent.step.completed",
+            "message_id": "a1",
+            "content": "Hello, world.",
+            "duration_ms": 1200,
+            "tokens": 650,
+        }
+    )
     (message,) = messages(conversation)
     assert message["content"] == "Hello, world."
     assert message["metadata"] == {"duration_ms": 1200, "tokens": 650}
 
 
 def test_delta_after_step_completed_is_ignored(conversation, feed):
-    feed({"type": "agent.step.completed", "message_id": "a1", "content": "Final."},
-         {"type": "agent.message.delta", "message_id": "a1", "delta": " late"})
+    feed(
+        {"type": "agent.step.completed", "message_id": "a1", "content": "Final."},
+        {"type": "agent.message.delta", "message_id": "a1", "delta": " late"},
+    )
     assert messages(conversation)[0]["content"] == "Final."
 
 
 def test_step_completed_without_message_id_finalises_the_open_stream(conversation, feed):
-    feed({"type": "agent.message.delta", "message_id": "a1", "delta": "draft", "run_id": "r"},
-         {"type": "agent.step.completed", "content": "done", "run_id": "r"})
+    feed(
+        {"type": "agent.message.delta", "message_id": "a1", "delta": "draft", "run_id": "r"},
+        {"type": "agent.step.completed", "content": "done", "run_id": "r"},
+    )
     assert [(m["id"], m["content"]) for m in messages(conversation)] == [("a1", "done")]
 
 
 def test_step_completed_tool_calls_become_queued_tool_messages(conversation, feed):
-    feed({"type": "agent.step.completed", "message_id": "a1", "content": "",
-          "tool_calls": [{"id": "c1", "name": "ls", "args": {"path": "."}},
-                         {"id": "c2", "name": "cat", "args_summary": "cat a.txt"}]})
+    feed(
+        {
+            "type": "agent.step.completed",
+            "message_id": "a1",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "name": "ls", "args": {"path": "."}},
+                {"id": "c2", "name": "cat", "args_summary": "cat a.txt"},
+            ],
+        }
+    )
     assistant, first, second = messages(conversation)
-    assert assistant["metadata"]["tool_calls"][0] == {"id": "c1", "name": "ls",
-                                                      "args": {"path": "."}}
+    assert assistant["metadata"]["tool_calls"][0] == {
+        "id": "c1",
+        "name": "ls",
+        "args": {"path": "."},
+    }
     assert first["id"] == "tool_c1" and first["role"] == "tool"
     assert first["content"] == ""
     assert first["metadata"]["tool_status"] == "queued"
@@ -78,11 +106,18 @@ def test_step_completed_tool_calls_become_queued_tool_messages(conversation, fee
 
 
 def test_tool_started_turns_queued_into_running_in_place(conversation, feed):
-    feed({"type": "agent.step.completed", "content": "", "tool_calls": [{"id": "c1",
-                                                                          "name": "ls"}]},
-         {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls",
-          "args": {"path": "/"}, "attempt": 2, "max_attempts": 3,
-          "parent_tool_call_id": "p1"})
+    feed(
+        {"type": "agent.step.completed", "content": "", "tool_calls": [{"id": "c1", "name": "ls"}]},
+        {
+            "type": "agent.tool.started",
+            "tool_call_id": "c1",
+            "tool_name": "ls",
+            "args": {"path": "/"},
+            "attempt": 2,
+            "max_attempts": 3,
+            "parent_tool_call_id": "p1",
+        },
+    )
     message = tool(conversation, "c1")
     assert message.tool_status == "running"
     assert message.metadata["args"] == {"path": "/"}
@@ -92,9 +127,15 @@ def test_tool_started_turns_queued_into_running_in_place(conversation, feed):
 
 
 def test_queued_call_without_id_is_matched_by_tool_name(conversation, feed):
-    feed({"type": "agent.step.completed", "message_id": "a1", "content": "",
-          "tool_calls": [{"name": "ls"}]},
-         {"type": "agent.tool.started", "tool_call_id": "c9", "tool_name": "ls"})
+    feed(
+        {
+            "type": "agent.step.completed",
+            "message_id": "a1",
+            "content": "",
+            "tool_calls": [{"name": "ls"}],
+        },
+        {"type": "agent.tool.started", "tool_call_id": "c9", "tool_name": "ls"},
+    )
     (entry,) = Message.objects.filter(conversation=conversation, role="tool")
     assert entry.tool_call_id == "c9" and entry.tool_status == "running"
 
@@ -107,11 +148,17 @@ def test_tool_message_created_empty_while_running(conversation, feed):
 
 
 def test_tool_completed_success_and_error(conversation, feed):
-    feed({"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls"},
-         {"type": "agent.tool.completed", "tool_call_id": "c1", "result": ["a", "b"],
-          "duration_ms": 250},
-         {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "rm"},
-         {"type": "agent.tool.completed", "tool_call_id": "c2", "error": "permission denied"})
+    feed(
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls"},
+        {
+            "type": "agent.tool.completed",
+            "tool_call_id": "c1",
+            "result": ["a", "b"],
+            "duration_ms": 250,
+        },
+        {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "rm"},
+        {"type": "agent.tool.completed", "tool_call_id": "c2", "error": "permission denied"},
+    )
     ok, failed = messages(conversation)
     assert ok["content"] == '["a","b"]'
     assert ok["metadata"]["tool_result"] == ["a", "b"]
@@ -123,34 +170,48 @@ def test_tool_completed_success_and_error(conversation, feed):
 
 
 def test_tool_execution_result_details_are_kept(conversation, feed):
-    feed({"type": "agent.tool.completed", "tool_call_id": "c1", "tool_name": "read_file",
-          "result": {"text": "line 1", "details": {"kind": "file", "path": "a.txt"}}})
+    feed(
+        {
+            "type": "agent.tool.completed",
+            "tool_call_id": "c1",
+            "tool_name": "read_file",
+            "result": {"text": "line 1", "details": {"kind": "file", "path": "a.txt"}},
+        }
+    )
     (message,) = messages(conversation)
     assert message["content"] == "line 1"
     assert message["metadata"]["details"] == {"kind": "file", "path": "a.txt"}
-    assert message["metadata"]["tool_result"] == {"text": "line 1",
-                                                  "details": {"kind": "file", "path": "a.txt"}}
+    assert message["metadata"]["tool_result"] == {
+        "text": "line 1",
+        "details": {"kind": "file", "path": "a.txt"},
+    }
 
 
 def test_completed_without_started_creates_the_tool_message(conversation, feed):
-    feed({"type": "agent.tool.completed", "tool_call_id": "c1", "tool_name": "ls",
-          "result": "x"})
+    feed({"type": "agent.tool.completed", "tool_call_id": "c1", "tool_name": "ls", "result": "x"})
     (message,) = messages(conversation)
     assert (message["id"], message["metadata"]["tool_status"]) == ("tool_c1", "success")
 
 
 def test_late_started_for_finished_tool_changes_nothing(conversation, feed):
-    feed({"type": "agent.tool.completed", "tool_call_id": "c1", "tool_name": "ls",
-          "result": "x"})
+    feed({"type": "agent.tool.completed", "tool_call_id": "c1", "tool_name": "ls", "result": "x"})
     before = messages(conversation)
-    feed({"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "other",
-          "args": {"x": 1}})
+    feed(
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "other", "args": {"x": 1}}
+    )
     assert messages(conversation) == before
 
 
 def test_progress_for_unknown_tool_is_applied_when_the_tool_appears(conversation, feed):
-    feed({"type": "agent.tool.progress", "tool_call_id": "c1", "progress": 0.25,
-          "output": "line 1\n", "message": "→ warming up"})
+    feed(
+        {
+            "type": "agent.tool.progress",
+            "tool_call_id": "c1",
+            "progress": 0.25,
+            "output": "line 1\n",
+            "message": "→ warming up",
+        }
+    )
     assert messages(conversation) == []
     feed({"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "build"})
     message = tool(conversation, "c1")
@@ -160,50 +221,72 @@ def test_progress_for_unknown_tool_is_applied_when_the_tool_appears(conversation
 
 
 def test_progress_updates_a_running_tool(conversation, feed):
-    feed({"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "build"},
-         {"type": "agent.tool.progress", "tool_call_id": "c1", "progress": 0.5, "output": "a\n"},
-         {"type": "agent.tool.progress", "tool_call_id": "c1", "progress": 0.75, "output": "b\n"})
+    feed(
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "build"},
+        {"type": "agent.tool.progress", "tool_call_id": "c1", "progress": 0.5, "output": "a\n"},
+        {"type": "agent.tool.progress", "tool_call_id": "c1", "progress": 0.75, "output": "b\n"},
+    )
     message = tool(conversation, "c1")
     assert message.metadata["progress"] == 0.75
     assert message.metadata["output"] == "a\nb\n"
 
 
 def test_continuation_status_message(conversation, feed):
-    feed({"type": "agent.continuation", "should_continue": False, "stop_reason": "steps_limit",
-          "resolved_by": "StepsLimit"})
+    feed(
+        {
+            "type": "agent.continuation",
+            "should_continue": False,
+            "stop_reason": "steps_limit",
+            "resolved_by": "StepsLimit",
+        }
+    )
     (message,) = messages(conversation)
     assert message["role"] == "status"
     assert message["content"] == "Agent stopped: steps_limit"
     assert message["metadata"] == {
-        "continuation": {"should_continue": False, "stop_reason": "steps_limit",
-                         "resolved_by": "StepsLimit"},
+        "continuation": {
+            "should_continue": False,
+            "stop_reason": "steps_limit",
+            "resolved_by": "StepsLimit",
+        },
         "status_type": "continuation",
     }
 
 
 def test_status_thinking_info_and_failed_messages(conversation, feed):
-    feed({"type": "agent.status", "status": "thinking", "message": "Pondering"},
-         {"type": "agent.status", "status": "info", "message": "Using cache"},
-         {"type": "agent.status", "status": "failed", "error_message": "model overloaded"})
+    feed(
+        {"type": "agent.status", "status": "thinking", "message": "Pondering"},
+        {"type": "agent.status", "status": "info", "message": "Using cache"},
+        {"type": "agent.status", "status": "failed", "error_message": "model overloaded"},
+    )
     # failed reconciles: the ephemeral thinking/info lines go, the error stays (S3).
     (error,) = messages(conversation)
     assert error["content"] == "model overloaded"
     assert error["metadata"]["status_type"] == "error"
 
 
-def test_s3_completed_removes_ephemeral_statuses_keeps_errors_and_continuations(
-    conversation, feed
-):
-    feed({"type": "agent.status", "status": "thinking", "run_id": "r1"},
-         {"type": "agent.status", "status": "info", "message": "fyi", "run_id": "r1"},
-         {"type": "agent.continuation", "should_continue": False, "stop_reason": "done",
-          "resolved_by": "Model", "run_id": "r1"},
-         {"type": "agent.tool.completed", "tool_call_id": "c1", "tool_name": "x",
-          "error": "boom", "run_id": "r1"})
+def test_s3_completed_removes_ephemeral_statuses_keeps_errors_and_continuations(conversation, feed):
+    feed(
+        {"type": "agent.status", "status": "thinking", "run_id": "r1"},
+        {"type": "agent.status", "status": "info", "message": "fyi", "run_id": "r1"},
+        {
+            "type": "agent.continuation",
+            "should_continue": False,
+            "stop_reason": "done",
+            "resolved_by": "Model",
+            "run_id": "r1",
+        },
+        {
+            "type": "agent.tool.completed",
+            "tool_call_id": "c1",
+            "tool_name": "x",
+            "error": "boom",
+            "run_id": "r1",
+        },
+    )
     assert len(messages(conversation)) == 4
     feed({"type": "agent.status", "status": "completed", "run_id": "r1"})
-    kinds = [(m["role"], m.get("metadata", {}).get("status_type")) for m in
-             messages(conversation)]
+    kinds = [(m["role"], m.get("metadata", {}).get("status_type")) for m in messages(conversation)]
     assert kinds == [("status", "continuation"), ("tool", None)]
 
 
@@ -211,15 +294,16 @@ def test_run_status_follows_latest_run(conversation, feed):
     feed({"type": "agent.status", "status": "running", "run_id": "r1"})
     conversation.refresh_from_db()
     assert conversation.status == "running"
-    feed({"type": "agent.status", "status": "running", "run_id": "r2"},
-         {"type": "agent.status", "status": "failed", "run_id": "r1", "error_message": "x"})
+    feed(
+        {"type": "agent.status", "status": "running", "run_id": "r2"},
+        {"type": "agent.status", "status": "failed", "run_id": "r1", "error_message": "x"},
+    )
     conversation.refresh_from_db()
     assert conversation.status == "running"  # r2 is the latest run
     feed({"type": "agent.status", "status": "completed", "run_id": "r2"})
     conversation.refresh_from_db()
     assert conversation.status == "completed"
-    assert dict(Run.objects.values_list("run_id", "status")) == {"r1": "failed",
-                                                                  "r2": "completed"}
+    assert dict(Run.objects.values_list("run_id", "status")) == {"r1": "failed", "r2": "completed"}
 
 
 def test_timestamps_come_from_events_or_receipt(conversation, feed):
