@@ -70,3 +70,15 @@ def feed(conversation):
         ingest(conversation, list(events))
 
     return feed_events
+
+
+@pytest.fixture(scope="session")
+def chatui_server(tmp_path_factory):
+    """A real daphne server with its own database, shared by the session's e2e tests."""
+    from tests.support.live import LiveServer
+
+    server = LiveServer(tmp_path_factory.mktemp("live"))
+    server.prepare()
+    server.start()
+    yield server
+    server.stop()

@@ -1,0 +1,132 @@
+"""A real chatui server for end-to-end tests: daphne in a subprocess, own SQLite file.
+
+pytest-django's live_server has no WebSockets, so browser and client tests start
+the real ASGI server. The server gets its own database (migrated here) and a user
+with an API token; tests create their data through the API, as a runtime would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+USERNAME = "e2e"
+PASSWORD = "e2e-password-1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    data_dir: Path
+    port: int = field(default_factory=free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    token: str = ""
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.data_dir / 'live.sqlite3'}",
+            "CHATUI_DATA_DIR": str(self.data_dir),
+            "DJANGO_SECRET_KEY": "e2e-tests-only",
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
+        }
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+            capture_output=True, text=True, timeout=120,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        return done.stdout
+
+    def prepare(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.manage("migrate", "--noinput", "-v0")
+        self.manage(
+            "shell", "-c",
+            "from django.contrib.auth.models import User;"
+            f"User.objects.filter(username={USERNAME!r}).exists() or "
+            f"User.objects.create_user({USERNAME!r}, password={PASSWORD!r})",
+        )
+        self.token = self.manage("create_api_token", USERNAME).strip().splitlines()[-1]
+
+    def start(self) -> None:
+        log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+             "chatui.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log_tail()}")
+            try:
+                httpx.get(self.url + "/accounts/login/", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"daphne did not start: {self.log_tail()}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def kill(self) -> None:
+        """Stop at once, as a crash would: no graceful close for anyone."""
+        self.stop(signal.SIGKILL)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def log_tail(self, lines: int = 40) -> str:
+        path = self.data_dir / "daphne.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if (
+            path.exists()) else ""
+
+    # -- API helpers ------------------------------------------------------------
+
+    def api(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url + "/api/v1",
+            headers={"Authorization": f"Bearer {self.token}"}, timeout=30,
+        )
+
+    def new_conversation(self, title: str = "") -> str:
+        with self.api() as client:
+            response = client.post("/conversations", json={"title": title})
+            response.raise_for_status()
+            return response.json()["id"]
+
+    def post_events(self, conversation_id: str, events) -> dict:
+        with self.api() as client:
+            response = client.post(f"/conversations/{conversation_id}/events", json=events)
+            response.raise_for_status()
+            return response.json()
