@@ -5,3 +5,7 @@ class ChatuiConfig(AppConfig):
     name = "chatui"
     verbose_name = "chatui"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Connects the live push to ingest's on-commit signal.
+        from . import frames  # noqa: F401

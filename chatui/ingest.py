@@ -162,6 +162,7 @@ def reproject(conversation: Conversation) -> ChangeSet:
         for event in Event.objects.filter(conversation=locked).order_by("seq").iterator():
             projector.apply(event)
         projector.changes.conversation_changed = True
+        projector.changes.full_refresh = True
         locked.save(update_fields=["status", "title", "updated_at"])
         _announce_on_commit(locked, 1, projector.changes)
     conversation.status = locked.status

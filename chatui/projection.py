@@ -27,14 +27,19 @@ class ChangeSet:
     """What one ingest call changed, for the live push (filled in seq order)."""
 
     changed: dict[int, int] = field(default_factory=dict)  # message pk -> seq
+    created: set[int] = field(default_factory=set)  # message pks new in this call
     removed: list[int] = field(default_factory=list)  # message pks
     conversation_changed: bool = False
+    # A run ended (S3 reconciliation) or the whole projection was rebuilt: viewers
+    # get one fresh transcript instead of piecemeal updates.
+    full_refresh: bool = False
 
     def touch(self, message: Message, seq: int) -> None:
         self.changed[message.pk] = seq
 
     def remove(self, message_pk: int) -> None:
         self.changed.pop(message_pk, None)
+        self.created.discard(message_pk)
         self.removed.append(message_pk)
 
 
@@ -237,6 +242,7 @@ class Projector:
         if status in ("completed", "failed"):
             self._finish_run(event, status, payload)
             self._reconcile(event.run_id)
+            self.changes.full_refresh = True
         elif status == "running":
             self._set_conversation_status(ConversationStatus.RUNNING, event.run_id)
 
@@ -322,6 +328,7 @@ class Projector:
         )
         self._sub_position += 1
         self._save(message, event)
+        self.changes.created.add(message.pk)
         if role == Role.TOOL and tool_call_id:
             self._tools[tool_call_id] = message
         return message

@@ -43,3 +43,82 @@ def messages_of(conversation: Conversation) -> QuerySet[Message]:
 
 def events_after(conversation: Conversation, after: int, limit: int = 1000) -> QuerySet[Event]:
     return Event.objects.filter(conversation=conversation, seq__gt=after).order_by("seq")[:limit]
+
+
+TRANSCRIPT_WINDOW = 200
+
+
+def breaks_batch(message: Message) -> bool:
+    """What ends a tool batch (G1): a user message or *shown* assistant text.
+    Status lines do not: the presenter shows them right after the batch."""
+    from .presenters import is_assistant_shown
+
+    if message.role == "user":
+        return True
+    return message.role == "assistant" and is_assistant_shown(message)
+_LOOKBACK = 50
+
+
+def transcript_window(
+    conversation: Conversation, *, before_position: int | None = None,
+    limit: int = TRANSCRIPT_WINDOW,
+) -> tuple[list[Message], bool]:
+    """The latest `limit` messages (before `before_position`), widened back to the start
+    of the tool batch they open with, so a batch is never cut in two. Returns the
+    messages in order and whether earlier ones exist. Cost does not grow with history
+    (P3): it reads a bounded window through the (conversation, position) index.
+    """
+    query = messages_of(conversation)
+    if before_position is not None:
+        query = query.filter(position__lt=before_position)
+    window = list(query.order_by("-position")[:limit])[::-1]
+    while window and not breaks_batch(window[0]):
+        earlier = list(
+            query.filter(position__lt=window[0].position).order_by("-position")[:_LOOKBACK]
+        )
+        if not earlier:
+            break
+        for index, message in enumerate(earlier):
+            if breaks_batch(message):
+                window = earlier[: index + 1][::-1] + window
+                break
+        else:
+            window = earlier[::-1] + window
+            continue
+        break
+    has_earlier = bool(window) and query.filter(position__lt=window[0].position).exists()
+    return window, has_earlier
+
+
+def batch_slice(message: Message) -> list[Message]:
+    """The messages of the tool batch holding `message` (and its ancestors' batch)."""
+    siblings = messages_of(message.conversation)
+    start = message
+    seen = {message.tool_call_id}
+    while start.parent_tool_call_id and start.parent_tool_call_id not in seen:
+        parent = siblings.filter(role="tool", tool_call_id=start.parent_tool_call_id).first()
+        if parent is None:
+            break
+        seen.add(parent.tool_call_id)
+        start = parent if parent.position < start.position else start
+    before = _walk(siblings.filter(position__lt=start.position).order_by("-position"),
+                   breaks_batch)
+    after = _walk(siblings.filter(position__gt=message.position).order_by("position"),
+                  breaks_batch)
+    middle = list(siblings.filter(position__gte=start.position, position__lte=message.position))
+    return before[::-1] + middle + after
+
+
+def _walk(query: QuerySet[Message], stop) -> list[Message]:
+    """Messages from `query` up to (not including) the first that breaks a batch."""
+    taken: list[Message] = []
+    offset = 0
+    while True:
+        chunk = list(query[offset: offset + _LOOKBACK])
+        for message in chunk:
+            if stop(message):
+                return taken
+            taken.append(message)
+        if len(chunk) < _LOOKBACK:
+            return taken
+        offset += _LOOKBACK

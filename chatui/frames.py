@@ -1,0 +1,182 @@
+"""Live frames: the HTML partials an ingest changed, rendered once for every viewer.
+
+A frame is a marker comment `<!--seq FIRST LAST-->` followed by top-level
+elements that the htmx ws extension swaps out-of-band by id (SPEC §5):
+replaced in place when the element exists, appended to #transcript when the
+message is new, deleted when the projection removed it. When a run ends (S3)
+or the projection is rebuilt, the frame is the whole transcript instead, so
+every open page ends equal to a fresh load.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.dispatch import receiver
+from django.template.loader import render_to_string
+
+from . import presenters, selectors
+from .consumers import group_name
+from .ingest import events_ingested
+from .models import Conversation, Event, Message, Role
+from .projection import ChangeSet
+
+logger = logging.getLogger(__name__)
+
+TEMPLATE = "chatui/_transcript.html"
+# A reconnecting page that missed more than this many events gets one full swap.
+REPLAY_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Frame:
+    first_seq: int
+    last_seq: int
+    html: str
+
+
+def marker(first_seq: int, last_seq: int) -> str:
+    return f"<!--seq {first_seq} {last_seq}-->"
+
+
+# -- building frames --------------------------------------------------------------
+
+
+def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
+    """The whole (windowed) transcript, swapped in place of #transcript.
+
+    `conversation.last_seq` was read before the messages are, so the HTML is at
+    least as new as the seq it claims."""
+    html = render_to_string(
+        TEMPLATE + "#transcript-oob", transcript_context(conversation)
+    )
+    return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
+
+
+def transcript_context(
+    conversation: Conversation, messages: Sequence[Message] | None = None
+) -> dict:
+    if messages is None:
+        messages, has_earlier = selectors.transcript_window(conversation)
+    else:
+        has_earlier = False
+    return {
+        "conversation": conversation,
+        "items": presenters.present_transcript(list(messages)),
+        "has_earlier": has_earlier,
+        "first_position": messages[0].position if messages else 0,
+        "last_seq": conversation.last_seq,
+    }
+
+
+def change_frame(
+    conversation: Conversation, first_seq: int, last_seq: int, changes: ChangeSet
+) -> Frame:
+    """The partials `changes` touched. Rows are read as they are now, possibly newer
+    than `last_seq`: swaps are idempotent, so a later frame re-applying is harmless,
+    while claiming seqs this frame does not cover would lose them."""
+    if changes.full_refresh:
+        return full_frame(conversation, first_seq)
+    parts = [marker(first_seq, last_seq)]
+    parts += [_delete(f"m-{pk}") for pk in changes.removed]
+    parts += _changed_parts(changes.changed, changes.created)
+    if changes.conversation_changed:
+        parts.append(render_run_state(conversation, oob=True))
+    return Frame(first_seq, last_seq, "".join(parts))
+
+
+def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
+    parts: list[str] = []
+    done_batches: set[str] = set()
+    messages = Message.objects.filter(pk__in=list(changed_pks)).order_by("position")
+    for message in messages:
+        if message.role == Role.TOOL:
+            batch = _batch_of(message)
+            if batch is None or batch.dom_id in done_batches:
+                continue
+            done_batches.add(batch.dom_id)
+            is_new = all(pk in created for pk in _entry_pks(batch))
+            parts.append(_render_item(batch, append=is_new))
+            continue
+        items = presenters.present_transcript([message])
+        if items:
+            parts.append(_render_item(items[0], append=message.pk in created))
+        elif message.pk not in created:
+            parts.append(_delete(message.dom_id))  # e.g. text hidden by R3 once tool_calls came
+    return parts
+
+
+def _batch_of(message: Message):
+    """Present the batch holding `message` from the messages it spans."""
+    items = presenters.present_transcript(selectors.batch_slice(message))
+    for item in items:
+        if isinstance(item, presenters.ToolBatchView) and message.pk in _entry_pks(item):
+            return item
+    return None
+
+
+def _entry_pks(batch) -> set[int]:
+    pks: set[int] = set()
+    stack = list(batch.entries)
+    while stack:
+        entry = stack.pop()
+        pks.add(entry.pk)
+        stack.extend(entry.children)
+    return pks
+
+
+def _render_item(item, *, append: bool) -> str:
+    html = render_to_string(TEMPLATE + "#item", {"item": item})
+    if append:
+        return f'<div hx-swap-oob="beforeend:#transcript">{html}</div>'
+    return html
+
+
+def _delete(dom_id: str) -> str:
+    return f'<div id="{dom_id}" hx-swap-oob="delete"></div>'
+
+
+def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
+    return render_to_string(
+        "chatui/_run_state.html", {"conversation": conversation, "oob": oob}
+    )
+
+
+def replay_frame(conversation_id, after: int) -> Frame | None:
+    """What a (re)connecting page with `after` missed, or None when it is current."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None or conversation.last_seq <= after:
+        return None
+    run_ended = Event.objects.filter(
+        conversation=conversation, seq__gt=after, type="agent.status",
+        payload__status__in=["completed", "failed"],
+    ).exists()
+    if after == 0 or run_ended or conversation.last_seq - after > REPLAY_LIMIT:
+        return full_frame(conversation, after + 1)
+    changed = Message.objects.filter(conversation=conversation, updated_seq__gt=after)
+    changes = ChangeSet(
+        changed={m.pk: m.updated_seq for m in changed},
+        created={m.pk for m in changed if m.position // 1000 > after},
+        conversation_changed=True,
+    )
+    return change_frame(conversation, after + 1, conversation.last_seq, changes)
+
+
+# -- broadcasting -------------------------------------------------------------------
+
+
+@receiver(events_ingested, dispatch_uid="chatui.frames.broadcast")
+def broadcast(sender, conversation_id, first_seq: int, last_seq: int, changes: ChangeSet,
+              **kwargs) -> None:
+    """Render the frame once and hand it to every viewer's consumer."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    frame = change_frame(conversation, first_seq, last_seq, changes)
+    async_to_sync(get_channel_layer().group_send)(
+        group_name(conversation_id),
+        {"type": "transcript.frame", "first_seq": frame.first_seq,
+         "last_seq": frame.last_seq, "html": frame.html},
+    )

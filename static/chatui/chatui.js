@@ -1,0 +1,242 @@
+/* chatui's own behaviour: live-frame bookkeeping, resume, autoscroll, copy buttons,
+ * the composer's keys, relative times and pending timers. No inline script anywhere
+ * (SEC3); htmx and its ws extension do the swapping.
+ *
+ * Every live frame starts with a marker comment <!--seq FIRST LAST-->. The page
+ * keeps the last seq it has applied in #transcript[data-last-seq]:
+ *   LAST <= applied            → a frame we already have (replay overlap): dropped;
+ *   FIRST > applied + 1         → we missed something: fetch the transcript afresh;
+ *   otherwise                   → swapped by htmx, then applied = LAST.
+ * The socket is opened with ?after=<applied> so a reconnect replays what was missed.
+ */
+(function () {
+  "use strict";
+
+  var MARKER = /^\s*<!--seq (\d+) (\d+)-->/;
+  var refreshing = false;
+
+  function transcript() {
+    return document.getElementById("transcript");
+  }
+
+  function appliedSeq() {
+    var el = transcript();
+    return el ? parseInt(el.getAttribute("data-last-seq") || "0", 10) : 0;
+  }
+
+  function setAppliedSeq(seq) {
+    var el = transcript();
+    if (el && seq > appliedSeq()) el.setAttribute("data-last-seq", String(seq));
+  }
+
+  /* --- resume: every (re)connect asks for what happened after our last seq --- */
+  htmx.createWebSocket = function (url) {
+    var u = new URL(url, window.location.href);
+    u.searchParams.set("after", String(appliedSeq()));
+    var socket = new WebSocket(u.toString(), []);
+    socket.binaryType = htmx.config.wsBinaryType;
+    return socket;
+  };
+
+  function refreshTranscript() {
+    var el = transcript();
+    if (!el || refreshing) return;
+    refreshing = true;
+    htmx
+      .ajax("GET", el.getAttribute("data-refresh-url"), { target: "#transcript", swap: "outerHTML" })
+      .finally(function () {
+        refreshing = false;
+        afterChange();
+      });
+  }
+
+  /* Decide whether a frame (from the socket or from the composer's POST) applies. */
+  function admitFrame(text) {
+    var match = MARKER.exec(text || "");
+    if (!match) return true;
+    var first = parseInt(match[1], 10);
+    var last = parseInt(match[2], 10);
+    var applied = appliedSeq();
+    if (last <= applied) return false;
+    if (refreshing) return false;
+    if (first > applied + 1) {
+      refreshTranscript();
+      return false;
+    }
+    return true;
+  }
+
+  function frameLastSeq(text) {
+    var match = MARKER.exec(text || "");
+    return match ? parseInt(match[2], 10) : 0;
+  }
+
+  var stickToBottom = true;
+
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    stickToBottom = atBottom();
+    if (!admitFrame(event.detail.message)) event.preventDefault();
+  });
+
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    setAppliedSeq(frameLastSeq(event.detail.message));
+    afterChange();
+  });
+
+  // The composer's POST answers with a frame too (L4: the message appears at once);
+  // whichever of it and the socket's copy comes second is dropped by its seq.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (!xhr || !MARKER.test(xhr.responseText || "")) return;
+    stickToBottom = atBottom();
+    if (!admitFrame(xhr.responseText)) {
+      event.detail.shouldSwap = false;
+      return;
+    }
+  });
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr) setAppliedSeq(frameLastSeq(xhr.responseText));
+  });
+
+  document.addEventListener("htmx:afterSettle", afterChange);
+
+  /* Concurrent writers can make a frame append what a newer render already shows,
+   * or replace what has not arrived yet. Appends of an existing id replace it;
+   * replaces of a missing id append. */
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var detail = event.detail;
+    if (detail.target !== transcript() || !detail.fragment) return;
+    var fresh = detail.fragment.firstElementChild;
+    var existing = fresh && fresh.id && document.getElementById(fresh.id);
+    if (existing) {
+      existing.replaceWith(fresh);
+      detail.shouldSwap = false;
+    }
+  });
+
+  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
+    var content = event.detail.content;
+    var list = transcript();
+    // Only transcript items (never a delete marker, which is empty) are appended.
+    if (list && content && content.childElementCount && /^[mb]-\d+$/.test(content.id)) {
+      list.appendChild(content);
+    }
+  });
+
+  /* --- autoscroll only while the reader is at the bottom --- */
+  function scroller() {
+    return document.scrollingElement || document.documentElement;
+  }
+
+  function atBottom() {
+    var s = scroller();
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 80;
+  }
+
+  function afterChange() {
+    decorate(document);
+    var button = document.getElementById("new-activity");
+    if (stickToBottom) {
+      scroller().scrollTop = scroller().scrollHeight;
+      if (button) button.hidden = true;
+    } else if (button) {
+      button.hidden = false;
+    }
+  }
+
+  window.addEventListener("scroll", function () {
+    var button = document.getElementById("new-activity");
+    if (button && atBottom()) button.hidden = true;
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target.closest("#new-activity");
+    if (target) {
+      scroller().scrollTop = scroller().scrollHeight;
+      target.hidden = true;
+    }
+    var copy = event.target.closest("button[data-copy]");
+    if (copy) copyFrom(copy);
+  });
+
+  /* --- copy buttons on code blocks and tool results --- */
+  function decorate(root) {
+    root.querySelectorAll(".markdown pre:not([data-copy-ready])").forEach(function (pre) {
+      pre.setAttribute("data-copy-ready", "");
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-button";
+      button.setAttribute("data-copy", "");
+      button.setAttribute("aria-label", "Copy code");
+      button.textContent = "Copy";
+      pre.parentNode.insertBefore(button, pre);
+    });
+    root.querySelectorAll("time[datetime]").forEach(relativeTime);
+  }
+
+  function copyFrom(button) {
+    var source = button.nextElementSibling;
+    var selector = button.getAttribute("data-copy");
+    if (selector) source = button.closest("[data-copy-scope]").querySelector(selector);
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent).then(function () {
+      var label = button.textContent;
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = label; }, 1200);
+    });
+  }
+
+  /* --- relative timestamps (exact time stays in the title) and pending timers --- */
+  function relativeTime(el) {
+    var when = Date.parse(el.getAttribute("datetime"));
+    if (isNaN(when)) return;
+    var seconds = Math.round((Date.now() - when) / 1000);
+    if (el.hasAttribute("data-elapsed")) {
+      el.textContent = seconds < 60 ? Math.max(seconds, 0) + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+      return;
+    }
+    var text;
+    if (seconds < 45) text = "just now";
+    else if (seconds < 3600) text = Math.round(seconds / 60) + " min ago";
+    else if (seconds < 86400) text = Math.round(seconds / 3600) + " h ago";
+    else text = new Date(when).toLocaleDateString();
+    el.textContent = text;
+  }
+
+  setInterval(function () {
+    document.querySelectorAll("time[data-elapsed]").forEach(relativeTime);
+  }, 1000);
+
+  /* --- composer: Enter sends, Shift+Enter breaks the line --- */
+  document.addEventListener("keydown", function (event) {
+    var area = event.target;
+    if (!area.matches || !area.matches("form#composer textarea[name=content]")) return;
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (area.value.trim()) area.form.requestSubmit();
+    }
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail.elt;
+    if (form && form.id === "composer" && event.detail.successful) {
+      form.reset();
+      // A fresh idempotency token per message; a double submit reuses the old one.
+      form.elements.client_token.value = randomToken();
+      form.elements.content.focus();
+    }
+  });
+
+  function randomToken() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    decorate(document);
+    scroller().scrollTop = scroller().scrollHeight;
+  });
+})();
