@@ -51,9 +51,7 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
 
     `conversation.last_seq` was read before the messages are, so the HTML is at
     least as new as the seq it claims."""
-    html = render_to_string(
-        TEMPLATE + "#transcript-oob", transcript_context(conversation)
-    )
+    html = render_to_string(TEMPLATE + "#transcript-oob", transcript_context(conversation))
     return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
 
 
@@ -141,9 +139,7 @@ def _delete(dom_id: str) -> str:
 
 
 def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
-    return render_to_string(
-        "chatui/_run_state.html", {"conversation": conversation, "oob": oob}
-    )
+    return render_to_string("chatui/_run_state.html", {"conversation": conversation, "oob": oob})
 
 
 def replay_frame(conversation_id, after: int) -> Frame | None:
@@ -152,7 +148,9 @@ def replay_frame(conversation_id, after: int) -> Frame | None:
     if conversation is None or conversation.last_seq <= after:
         return None
     run_ended = Event.objects.filter(
-        conversation=conversation, seq__gt=after, type="agent.status",
+        conversation=conversation,
+        seq__gt=after,
+        type="agent.status",
         payload__status__in=["completed", "failed"],
     ).exists()
     if after == 0 or run_ended or conversation.last_seq - after > REPLAY_LIMIT:
@@ -170,13 +168,18 @@ def replay_frame(conversation_id, after: int) -> Frame | None:
 
 
 @receiver(events_ingested, dispatch_uid="chatui.frames.broadcast")
-def broadcast(sender, conversation_id, first_seq: int, last_seq: int, changes: ChangeSet,
-              **kwargs) -> None:
+def broadcast(
+    sender, conversation_id, first_seq: int, last_seq: int, changes: ChangeSet, **kwargs
+) -> None:
     """Render the frame once and hand it to every viewer's consumer."""
     conversation = Conversation.objects.get(pk=conversation_id)
     frame = change_frame(conversation, first_seq, last_seq, changes)
     async_to_sync(get_channel_layer().group_send)(
         group_name(conversation_id),
-        {"type": "transcript.frame", "first_seq": frame.first_seq,
-         "last_seq": frame.last_seq, "html": frame.html},
+        {
+            "type": "transcript.frame",
+            "first_seq": frame.first_seq,
+            "last_seq": frame.last_seq,
+            "html": frame.html,
+        },
     )

@@ -56,11 +56,15 @@ def breaks_batch(message: Message) -> bool:
     if message.role == "user":
         return True
     return message.role == "assistant" and is_assistant_shown(message)
+
+
 _LOOKBACK = 50
 
 
 def transcript_window(
-    conversation: Conversation, *, before_position: int | None = None,
+    conversation: Conversation,
+    *,
+    before_position: int | None = None,
     limit: int = TRANSCRIPT_WINDOW,
 ) -> tuple[list[Message], bool]:
     """The latest `limit` messages (before `before_position`), widened back to the start
@@ -101,10 +105,8 @@ def batch_slice(message: Message) -> list[Message]:
             break
         seen.add(parent.tool_call_id)
         start = parent if parent.position < start.position else start
-    before = _walk(siblings.filter(position__lt=start.position).order_by("-position"),
-                   breaks_batch)
-    after = _walk(siblings.filter(position__gt=message.position).order_by("position"),
-                  breaks_batch)
+    before = _walk(siblings.filter(position__lt=start.position).order_by("-position"), breaks_batch)
+    after = _walk(siblings.filter(position__gt=message.position).order_by("position"), breaks_batch)
     middle = list(siblings.filter(position__gte=start.position, position__lte=message.position))
     return before[::-1] + middle + after
 
@@ -114,7 +116,7 @@ def _walk(query: QuerySet[Message], stop) -> list[Message]:
     taken: list[Message] = []
     offset = 0
     while True:
-        chunk = list(query[offset: offset + _LOOKBACK])
+        chunk = list(query[offset : offset + _LOOKBACK])
         for message in chunk:
             if stop(message):
                 return taken

@@ -32,7 +32,8 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
             | Q(messages__tool_name__icontains=query)
         ).distinct()
     return render(
-        request, "chatui/conversation_list.html",
+        request,
+        "chatui/conversation_list.html",
         {"conversations": conversations[:SEARCH_LIMIT], "query": query},
     )
 
@@ -74,14 +75,12 @@ def transcript_fragment(request: HttpRequest, conversation_id) -> HttpResponse:
 @login_required
 @require_GET
 def earlier_messages(request: HttpRequest, conversation_id) -> HttpResponse:
-    """"Load earlier": the window before `before`, prepended to the transcript."""
+    """ "Load earlier": the window before `before`, prepended to the transcript."""
     conversation = _viewable(request, conversation_id)
     before = request.GET.get("before", "")
     if not before.isdigit():
         return HttpResponse("'before' must be a message position", status=400)
-    messages, has_earlier = selectors.transcript_window(
-        conversation, before_position=int(before)
-    )
+    messages, has_earlier = selectors.transcript_window(conversation, before_position=int(before))
     context = frames.transcript_context(conversation, messages)
     context["has_earlier"] = has_earlier
     return render(request, "chatui/_transcript.html#earlier", context)
@@ -96,8 +95,12 @@ def send_message(request: HttpRequest, conversation_id) -> HttpResponse:
         raise Http404("conversation not found")
     content = request.POST.get("content", "")
     token = request.POST.get("client_token", "")[:64] or uuid.uuid4().hex
-    event = {"type": "user.message", "content": content, "event_id": f"compose-{token}",
-             "message_id": f"user-{token}"}
+    event = {
+        "type": "user.message",
+        "content": content,
+        "event_id": f"compose-{token}",
+        "message_id": f"user-{token}",
+    }
     try:
         result = ingest(conversation, event)
     except EventError as problem:
@@ -107,12 +110,12 @@ def send_message(request: HttpRequest, conversation_id) -> HttpResponse:
         return redirect(conversation)
     if not request.htmx:
         return redirect(conversation)
-    frame = frames.change_frame(
-        conversation, result.last_seq, result.last_seq, result.changes
-    ) if result.accepted else None
+    frame = (
+        frames.change_frame(conversation, result.last_seq, result.last_seq, result.changes)
+        if result.accepted
+        else None
+    )
     return HttpResponse(frame.html if frame else "", status=200 if frame else 204)
-
-
 
 
 @login_required

@@ -64,7 +64,7 @@ def api(user) -> ApiClient:
 
 @pytest.fixture
 def feed(conversation):
-    """Ingest events into the test conversation and return the messages as dicts."""
+    """Ingest events into the test conversation."""
 
     def feed_events(*events: dict) -> None:
         ingest(conversation, list(events))
@@ -82,3 +82,9 @@ def chatui_server(tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Full-strength hashing costs ~0.3 s per user; tests do not need it."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

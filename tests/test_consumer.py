@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import uuid
 
@@ -76,14 +77,14 @@ async def test_sec4_other_users_session_is_refused_with_4403(people):
 
 async def test_sec4_anonymous_is_refused_with_4403(people):
     _, _, conversation = people
-    communicator, connected, _ = await connect(conversation)
+    communicator, _connected, _ = await connect(conversation)
     assert await closed_with(communicator) == 4403
 
 
 async def test_sec4_unknown_conversation_is_4404(people):
-    owner, _, conversation = people
+    owner, _, _conversation = people
     missing = Conversation(pk=uuid.uuid4(), owner=owner)
-    communicator, connected, _ = await connect(missing, owner)
+    communicator, _connected, _ = await connect(missing, owner)
     assert await closed_with(communicator) == 4404
 
 
@@ -100,7 +101,7 @@ async def test_sec4_view_permission_subscribes_a_non_owner(people):
 @pytest.mark.parametrize("origin", [(b"origin", b"http://evil.example"), None])
 async def test_sec4_foreign_or_missing_origin_is_refused(people, origin):
     owner, _, conversation = people
-    communicator, connected, _ = await connect(conversation, owner, origin=origin)
+    _communicator, connected, _ = await connect(conversation, owner, origin=origin)
     assert not connected
 
 
@@ -120,7 +121,8 @@ async def test_replay_then_live_in_order_with_a_live_event_sent_mid_replay(peopl
     for n in range(3):
         await sync_to_async(ingest)(conversation, {"type": "user.message", "content": f"m{n}"})
     communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/?after=1",
+        application,
+        f"/ws/conversations/{conversation.pk}/?after=1",
         headers=[ORIGIN, (b"cookie", await sync_to_async(session_cookie)(owner))],
     )
     # The page has seq 1. Connect and, at the same moment, a live event arrives:
@@ -136,7 +138,7 @@ async def test_replay_then_live_in_order_with_a_live_event_sent_mid_replay(peopl
         frames.append(await communicator.receive_from())
     ranges = [tuple(map(int, MARKER.match(f).groups())) for f in frames]
     assert ranges[0][0] == 2 and ranges[-1][1] == 4
-    for (_, last), (first, _) in zip(ranges, ranges[1:], strict=False):
+    for (_, last), (first, _) in itertools.pairwise(ranges):
         assert first == last + 1  # contiguous: no gap, no overlap
     text = "".join(frames)
     for content in ("m1", "m2", "live"):
@@ -148,7 +150,7 @@ async def test_replay_then_live_in_order_with_a_live_event_sent_mid_replay(peopl
 async def test_frame_already_covered_by_replay_is_not_sent_twice(people):
     owner, _, conversation = people
     await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "one"})
-    communicator, connected, _ = await connect(conversation, owner, after=0)
+    communicator, _connected, _ = await connect(conversation, owner, after=0)
     replay = await communicator.receive_from(timeout=3)
     assert MARKER.match(replay).groups() == ("1", "1")
     # A stale group message (seq 1 again) must be dropped by the consumer.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from chatui.ingest import ingest
-from chatui.models import Conversation
 from tests.conftest import load_fixture
 
 

@@ -55,8 +55,12 @@ class LiveServer:
 
     def manage(self, *args: str) -> str:
         done = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-            capture_output=True, text=True, timeout=120,
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
@@ -66,7 +70,8 @@ class LiveServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.manage("migrate", "--noinput", "-v0")
         self.manage(
-            "shell", "-c",
+            "shell",
+            "-c",
             "from django.contrib.auth.models import User;"
             f"User.objects.filter(username={USERNAME!r}).exists() or "
             f"User.objects.create_user({USERNAME!r}, password={PASSWORD!r})",
@@ -76,9 +81,20 @@ class LiveServer:
     def start(self) -> None:
         log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-             "chatui.asgi:application"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "chatui.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + 30
@@ -108,15 +124,19 @@ class LiveServer:
 
     def log_tail(self, lines: int = 40) -> str:
         path = self.data_dir / "daphne.log"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if (
-            path.exists()) else ""
+        return (
+            "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+            if (path.exists())
+            else ""
+        )
 
     # -- API helpers ------------------------------------------------------------
 
     def api(self) -> httpx.Client:
         return httpx.Client(
             base_url=self.url + "/api/v1",
-            headers={"Authorization": f"Bearer {self.token}"}, timeout=30,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=30,
         )
 
     def new_conversation(self, title: str = "") -> str:

@@ -1,0 +1,341 @@
+"""Transcript exports (SPEC §9). Read-only: plain queries, never a write.
+
+- `messages`: the canonical seed-000 JSON, `{"conversation": {...}, "messages": [...]}`.
+- `events`:   the raw event log as JSONL, one event per line in seq order, each
+  as a runtime would post it (`event_to_input`); `import_transcript --format
+  chatui` turns it back into the same messages.
+- `otlp`:     OpenTelemetry GenAI spans as OTLP/JSON (`resourceSpans` →
+  `scopeSpans` → `spans`), so a transcript opens in trace tools:
+
+  * one `invoke_agent` span per run (INTERNAL), from the run's earliest to its
+    latest event; status OK when the run completed, ERROR with the run's
+    `error_message` when it failed, UNSET while it runs. Each run is its own
+    trace; `gen_ai.conversation.id` ties a conversation's traces together.
+  * one `execute_tool {name}` span per tool entry (INTERNAL), a child of its
+    run's span, or of its parent tool's span for a nested tool
+    (`parent_tool_call_id`). It runs from the tool's `agent.tool.started` to its
+    `agent.tool.completed`; without a start, from `completed − duration_ms`
+    (or the entry's creation); unfinished, to the run's end with status
+    UNSET. Status OK, or ERROR with the tool's error text (`error.type` `_OTHER`).
+  * ids are derived, not random: trace id = sha256("trace", conversation, run)[:16
+    bytes], span ids = sha256("run"|"tool", conversation, run[, tool call id])[:8
+    bytes], so exporting twice gives the same file.
+  * attributes: `gen_ai.operation.name`, `gen_ai.conversation.id`,
+    `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments` (the
+    args as JSON), `gen_ai.tool.call.result` (the result text), `error.type`;
+    token usage as `gen_ai.usage.total_tokens` on the run span (the sum of the
+    run's `agent.step.completed` `tokens`: chatui's event contract carries one
+    count, not OTel's input/output split); and `chatui.*` for what has no
+    convention (run id and status, tool status, args summary, duration).
+  Times are unix nanoseconds as decimal strings, ids lowercase hex (OTLP/JSON).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+
+from django.db.models import Max, Min
+
+from .models import Conversation, Event, Message, Role, Run, ToolStatus
+from .selectors import messages_of
+from .serializers import conversation_to_dict, event_to_input, message_to_dict
+
+#: format -> (content type, file name suffix)
+EXPORT_FORMATS: dict[str, tuple[str, str]] = {
+    "messages": ("application/json", "messages.json"),
+    "events": ("application/x-ndjson", "events.jsonl"),
+    "otlp": ("application/json", "otlp.json"),
+}
+
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+SPAN_KIND_INTERNAL = 1
+STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
+SCOPE = {"name": "chatui.exporters", "version": "1"}
+RESOURCE_ATTRIBUTES = {"service.name": "chatui"}
+
+
+# -- messages and events --------------------------------------------------------
+
+
+def export_messages(conversation: Conversation) -> dict[str, Any]:
+    """The canonical messages of seed 000, with the conversation."""
+    return {
+        "conversation": conversation_to_dict(conversation),
+        "messages": [message_to_dict(message) for message in messages_of(conversation)],
+    }
+
+
+def export_events(conversation: Conversation) -> Iterator[dict[str, Any]]:
+    """The event log in seq order, each event as a runtime would post it."""
+    events = Event.objects.filter(conversation=conversation).order_by("seq")
+    for event in events.iterator(chunk_size=1000):
+        yield event_to_input(event)
+
+
+# -- OpenTelemetry --------------------------------------------------------------
+
+
+def unix_nanos(moment: datetime) -> int:
+    """Exact (no float rounding) nanoseconds since the unix epoch."""
+    delta = moment - UNIX_EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def derived_id(*parts: str, size: int) -> str:
+    """A deterministic id of `size` bytes, as hex (never all zeros, which OTLP forbids)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[: size * 2]
+    return digest if digest.strip("0") else "0" * (size * 2 - 1) + "1"
+
+
+def trace_id(conversation_id: str, run_id: str) -> str:
+    return derived_id("trace", conversation_id, run_id, size=16)
+
+
+def run_span_id(conversation_id: str, run_id: str) -> str:
+    return derived_id("run", conversation_id, run_id, size=8)
+
+
+def tool_span_id(conversation_id: str, run_id: str, tool_key: str) -> str:
+    return derived_id("tool", conversation_id, run_id, tool_key, size=8)
+
+
+def attribute(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        typed = {"boolValue": value}
+    elif isinstance(value, int):
+        typed = {"intValue": str(value)}
+    elif isinstance(value, float):
+        typed = {"doubleValue": value}
+    else:
+        typed = {"stringValue": str(value)}
+    return {"key": key, "value": typed}
+
+
+def _attributes(pairs: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    return [attribute(key, value) for key, value in pairs if value is not None and value != ""]
+
+
+def _status(code: int, message: str = "") -> dict[str, Any]:
+    status: dict[str, Any] = {"code": code}
+    if message:
+        status["message"] = message
+    return status
+
+
+def export_otlp(conversation: Conversation) -> dict[str, Any]:
+    """The conversation's runs and tool calls as OTLP/JSON trace data."""
+    conversation_id = str(conversation.pk)
+    spans_by_run = _run_windows(conversation)
+    tools = list(
+        Message.objects.filter(conversation=conversation, role=Role.TOOL).order_by("position")
+    )
+    for tool in tools:
+        if tool.run_id not in spans_by_run:  # a tool whose events carried no run_id
+            spans_by_run[tool.run_id] = (tool.timestamp, tool.timestamp)
+    runs = {run.run_id: run for run in Run.objects.filter(conversation=conversation)}
+    tokens = _tokens_by_run(conversation)
+    started, completed = _tool_times(conversation)
+
+    spans: list[dict[str, Any]] = []
+    for run_id, (first, last) in spans_by_run.items():
+        run_tools = [tool for tool in tools if tool.run_id == run_id]
+        if not run_id and not run_tools:
+            continue  # events outside any run and without tools: nothing to trace
+        spans.append(_run_span(conversation_id, run_id, first, last, runs.get(run_id), tokens))
+        keys = {tool.tool_call_id: _tool_key(tool) for tool in run_tools if tool.tool_call_id}
+        for tool in run_tools:
+            spans.append(_tool_span(conversation_id, run_id, tool, keys, last, started, completed))
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _attributes(list(RESOURCE_ATTRIBUTES.items()))},
+                "scopeSpans": [{"scope": dict(SCOPE), "spans": spans}],
+            }
+        ]
+    }
+
+
+def _run_windows(conversation: Conversation) -> dict[str, tuple[datetime, datetime]]:
+    """run_id -> (earliest, latest) event time, runs in order of their first event."""
+    rows = (
+        Event.objects.filter(conversation=conversation)
+        .values("run_id")
+        .annotate(first=Min("timestamp"), last=Max("timestamp"), first_seq=Min("seq"))
+        .order_by("first_seq")
+    )
+    return {row["run_id"]: (row["first"], row["last"]) for row in rows}
+
+
+def _tokens_by_run(conversation: Conversation) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    assistant = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT)
+    for run_id, metadata in assistant.values_list("run_id", "metadata"):
+        count = (metadata or {}).get("tokens")
+        if isinstance(count, int) and not isinstance(count, bool):
+            totals[run_id] = totals.get(run_id, 0) + count
+    return totals
+
+
+def _tool_times(
+    conversation: Conversation,
+) -> tuple[dict[str, tuple[int, datetime]], dict[str, tuple[int, datetime]]]:
+    """tool_call_id -> (seq, time) of its first started and first completed event.
+
+    The first of each is the one the projection applied (later ones change nothing).
+    """
+    started: dict[str, tuple[int, datetime]] = {}
+    completed: dict[str, tuple[int, datetime]] = {}
+    rows = (
+        Event.objects.filter(
+            conversation=conversation, type__in=("agent.tool.started", "agent.tool.completed")
+        )
+        .exclude(tool_call_id="")
+        .order_by("seq")
+        .values_list("type", "tool_call_id", "seq", "timestamp")
+    )
+    for kind, call_id, seq, moment in rows:
+        target = started if kind == "agent.tool.started" else completed
+        target.setdefault(call_id, (seq, moment))
+    return started, completed
+
+
+def _tool_key(tool: Message) -> str:
+    return tool.tool_call_id or tool.message_id
+
+
+def _run_span(
+    conversation_id: str,
+    run_id: str,
+    first: datetime,
+    last: datetime,
+    run: Run | None,
+    tokens: dict[str, int],
+) -> dict[str, Any]:
+    status = _status(STATUS_UNSET)
+    error_type = None
+    if run is not None and run.status == "completed":
+        status = _status(STATUS_OK)
+    elif run is not None and run.status == "failed":
+        status = _status(STATUS_ERROR, run.error_message or "the run failed")
+        error_type = "_OTHER"
+    return {
+        "traceId": trace_id(conversation_id, run_id),
+        "spanId": run_span_id(conversation_id, run_id),
+        "name": "invoke_agent",
+        "kind": SPAN_KIND_INTERNAL,
+        "startTimeUnixNano": str(unix_nanos(first)),
+        "endTimeUnixNano": str(unix_nanos(last)),
+        "attributes": _attributes(
+            [
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.conversation.id", conversation_id),
+                ("gen_ai.usage.total_tokens", tokens.get(run_id)),
+                ("chatui.run_id", run_id),
+                ("chatui.run.status", run.status if run is not None else None),
+                ("error.type", error_type),
+            ]
+        ),
+        "status": status,
+    }
+
+
+def _tool_span(
+    conversation_id: str,
+    run_id: str,
+    tool: Message,
+    keys: dict[str, str],
+    run_end: datetime,
+    started: dict[str, tuple[int, datetime]],
+    completed: dict[str, tuple[int, datetime]],
+) -> dict[str, Any]:
+    meta = tool.metadata or {}
+    call_id = tool.tool_call_id
+    done = completed.get(call_id) if call_id else None
+    began = started.get(call_id) if call_id else None
+    if began is not None and done is not None and began[0] > done[0]:
+        began = None  # a late `started` for a finished tool changed nothing
+    duration = meta.get("tool_duration_ms")
+    if began is not None:
+        start = began[1]
+    elif done is not None and isinstance(duration, int | float):
+        start = done[1] - timedelta(milliseconds=duration)
+    else:
+        start = tool.timestamp
+    end = done[1] if done is not None else run_end
+    end = max(end, start)
+
+    if tool.tool_status == ToolStatus.ERROR:
+        status = _status(STATUS_ERROR, meta.get("tool_error") or tool.content)
+    elif tool.tool_status == ToolStatus.SUCCESS:
+        status = _status(STATUS_OK)
+    else:
+        status = _status(STATUS_UNSET)  # queued or still running
+    parent = tool.parent_tool_call_id
+    if parent and parent in keys:
+        parent_span = tool_span_id(conversation_id, run_id, keys[parent])
+    else:
+        parent_span = run_span_id(conversation_id, run_id)
+    args = meta.get("args")
+    return {
+        "traceId": trace_id(conversation_id, run_id),
+        "spanId": tool_span_id(conversation_id, run_id, _tool_key(tool)),
+        "parentSpanId": parent_span,
+        "name": f"execute_tool {tool.tool_name}",
+        "kind": SPAN_KIND_INTERNAL,
+        "startTimeUnixNano": str(unix_nanos(start)),
+        "endTimeUnixNano": str(unix_nanos(end)),
+        "attributes": _attributes(
+            [
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", tool.tool_name),
+                ("gen_ai.tool.call.id", call_id),
+                ("gen_ai.conversation.id", conversation_id),
+                (
+                    "gen_ai.tool.call.arguments",
+                    json.dumps(args, ensure_ascii=False) if args is not None else None,
+                ),
+                (
+                    "gen_ai.tool.call.result",
+                    tool.content if tool.tool_status == ToolStatus.SUCCESS else None,
+                ),
+                ("chatui.run_id", run_id),
+                ("chatui.tool.status", tool.tool_status),
+                ("chatui.tool.args_summary", meta.get("args_summary")),
+                ("chatui.tool.duration_ms", duration),
+                ("chatui.tool.parent_call_id", parent),
+                ("error.type", "_OTHER" if status["code"] == STATUS_ERROR else None),
+            ]
+        ),
+        "status": status,
+    }
+
+
+# -- files ------------------------------------------------------------------------
+
+
+def iter_export(conversation: Conversation, format: str) -> Iterator[str]:
+    """The export as text chunks (the events export streams line by line)."""
+    if format == "messages":
+        yield json.dumps(export_messages(conversation), indent=2, ensure_ascii=False) + "\n"
+    elif format == "events":
+        for event in export_events(conversation):
+            yield json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+    elif format == "otlp":
+        yield json.dumps(export_otlp(conversation), indent=2, ensure_ascii=False) + "\n"
+    else:
+        raise ValueError(
+            f"unknown export format '{format}'; the formats are: {', '.join(EXPORT_FORMATS)}"
+        )
+
+
+def export_text(conversation: Conversation, format: str) -> str:
+    return "".join(iter_export(conversation, format))
+
+
+def write_export(conversation: Conversation, format: str, stream: IO[str]) -> None:
+    for chunk in iter_export(conversation, format):
+        stream.write(chunk)

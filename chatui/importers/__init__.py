@@ -1,0 +1,144 @@
+"""Transcript importers (SPEC §9): a file → chatui events → `ingest`.
+
+Imports go through `ingest` like every other writer, so an imported
+conversation has an event log (audited, re-projectable) like a live one.
+
+    result = import_transcript(upload, "openai", conversation)
+
+Formats (`IMPORT_FORMATS`), each documented in its module:
+
+- `openai`      OpenAI chat messages (openai_chat.py)
+- `anthropic`   Anthropic messages (anthropic_messages.py)
+- `agentspine`  AgentSpine event JSONL [001] (agentspine.py)
+- `chatui`      chatui event JSONL, as `export_transcript --format events` writes (chatui_events.py)
+- `legacy`      legacy text with `<tool>`/`<validation>` blocks and Markdown pairs [003] (legacy.py)
+
+Imports are deterministic (ids and timestamps derive from the file: base.py),
+so importing a file twice into one conversation is all duplicates. Every
+format but `chatui` is one run (`run_id` `import:<digest>`) that starts with
+`agent.status running` and ends with `agent.status completed`. A bad file
+raises `TranscriptError` naming the line or message at fault; nothing is
+written then (the ingest batch is applied whole or not at all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from chatui.events import EventError
+from chatui.ingest import ingest
+from chatui.models import Conversation, Message, Role
+
+from . import agentspine, anthropic_messages, chatui_events, legacy, openai_chat
+from .base import Draft, Source, TranscriptError, read_source
+
+__all__ = [
+    "IMPORT_FORMATS",
+    "ImportResult",
+    "TranscriptError",
+    "import_transcript",
+    "parse_transcript",
+]
+
+PARSERS: dict[str, Callable[[bytes], Draft]] = {
+    "openai": openai_chat.parse,
+    "anthropic": anthropic_messages.parse,
+    "agentspine": agentspine.parse,
+    "chatui": chatui_events.parse,
+    "legacy": legacy.parse,
+}
+IMPORT_FORMATS = tuple(PARSERS)
+_ID_CHUNK = 500
+
+
+@dataclass
+class ImportResult:
+    conversation: Conversation
+    format: str
+    run_id: str  # "" for the chatui format, whose runs come from the file
+    events: int
+    accepted: int
+    duplicates: int
+    #: What the file held that chatui does not show, by kind (system prompts…).
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        line = (
+            f"imported {self.events} events ({self.format} format): "
+            f"{self.accepted} new, {self.duplicates} already there"
+        )
+        if self.skipped:
+            line += "; skipped " + ", ".join(
+                f"{count} × {what}" for what, count in sorted(self.skipped.items())
+            )
+        return line
+
+
+def parse_transcript(source: Source, format: str) -> Draft:
+    """The events a file would import as, without touching the database."""
+    parser = PARSERS.get(format)
+    if parser is None:
+        raise TranscriptError(
+            f"unknown format '{format}'; the formats are: {', '.join(IMPORT_FORMATS)}"
+        )
+    return parser(read_source(source))
+
+
+def import_transcript(
+    fileobj_or_text: Source, format: str, conversation: Conversation
+) -> ImportResult:
+    """Import a transcript into `conversation` (appended after what it holds).
+
+    `fileobj_or_text`: the file's text or bytes, or a text or binary file object
+    (an uploaded file does). Raises `TranscriptError` for a file that cannot be
+    imported, and changes nothing then.
+    """
+    draft = parse_transcript(fileobj_or_text, format)
+    if format != "chatui":
+        _check_tool_ids_are_free(conversation, draft)
+    try:
+        result = ingest(conversation, draft.events)
+    except EventError as error:
+        where = draft.origins[error.index] if error.index is not None else None
+        raise TranscriptError(_event_error_text(error), where=where) from error
+    return ImportResult(
+        conversation=conversation,
+        format=format,
+        run_id=draft.run_id,
+        events=len(draft.events),
+        accepted=result.accepted,
+        duplicates=result.duplicates,
+        skipped=dict(draft.skipped),
+    )
+
+
+def _event_error_text(error: EventError) -> str:
+    if error.status == 409:
+        return (
+            f"{error.message}: this conversation already holds another import "
+            "with the same event ids; import into a new conversation"
+        )
+    return error.message
+
+
+def _check_tool_ids_are_free(conversation: Conversation, draft: Draft) -> None:
+    """Tool entries are matched by tool_call_id within a conversation: one from an
+    earlier import with the same id would swallow this import's call silently."""
+    ids = draft.tool_call_ids
+    for start in range(0, len(ids), _ID_CHUNK):
+        taken = (
+            Message.objects.filter(
+                conversation=conversation,
+                role=Role.TOOL,
+                tool_call_id__in=ids[start : start + _ID_CHUNK],
+            )
+            .exclude(run_id=draft.run_id)
+            .values_list("tool_call_id", flat=True)
+            .first()
+        )
+        if taken is not None:
+            raise TranscriptError(
+                f"tool call id '{taken}' is already used in this conversation by another "
+                "run; import this file into a new conversation"
+            )

@@ -1,0 +1,293 @@
+"""Legacy text transcripts [003] → chatui events (SPEC §4.3 T2).
+
+The container is either
+
+- a JSON list of messages `{"role": "user"|"assistant"|"system", "content": str,
+  "timestamp"?: ISO 8601}`, or `{"messages": [...]}` (`where` = `messages[i]`); or
+- plain text (anything not starting with `[` or `{`): one assistant message.
+
+User text is imported as it is. Assistant text is cut into prose and tool
+blocks; each stretch of prose becomes an assistant message
+(`agent.step.completed`) and each block a tool entry, in the order of the text,
+so prose before, between and after tool calls stays in place. Legacy text has
+no structured calls, so the assistant messages carry no `tool_calls`: entries
+are created by their `agent.tool.started`, which keeps each `<validation>`
+entry right after the call it validated. The blocks:
+
+- `<tool>call\\nresult</tool>`: a tool entry: `agent.tool.started` (name and
+  `args_summary` parsed from `name(args)`) and `agent.tool.completed` with the
+  result text.
+- `<tool>call</tool>`: a pending call. Followed by a `<validation>` block (the
+  pre-[003] format, which emitted a call and a "completed in N s" block), it
+  is a finished call whose output was never recorded: completed without a
+  result, with `duration_ms` when the validation text says "completed in N s"
+  (or ms). Otherwise it stays *running*, as the legacy UI showed it (⏳).
+- `<validation>…</validation>`: kept as its own entry, a tool named
+  `validation` (title "Validation") whose result is the block's text. Old
+  validation blocks thus still render, as their own card, next to the call
+  they validated — never merged into it.
+- `🔧 **Tool Call:** `call`` + `✅ **`name` result:**` + result: a tool entry.
+  A result pairs with the earliest unanswered call of the same name in the
+  message; a call with no result stays running; a result with no call is an
+  entry of its own. The result runs to the first blank line or the next block
+  marker, or — when it opens with a ``` fence — to the closing fence (blank
+  lines allowed inside, fences dropped).
+
+The legacy backend HTML-escaped `<tool>` and `<validation>` contents and
+neutralised mentions (`@` + U+200B); the importer undoes both, so chatui
+stores the original text and escapes it once, at render time (T1). Markdown
+pairs were not escaped and are taken as they are. Tool call ids are
+`import:<digest>:t<n>`.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .base import Builder, Draft, TranscriptError, decode, load_json, message_list, source_time
+
+MAX_NAME = 200
+VALIDATION = "validation"
+
+BLOCK = re.compile(
+    r"<tool>(?P<tool>.*?)</tool>"
+    r"|<validation>(?P<validation>.*?)</validation>"
+    r"|^[ \t]*🔧[ \t]*\*\*Tool Call:\*\*[ \t]*`(?P<call>[^\n]*)`[ \t]*$"
+    r"|^[ \t]*✅[ \t]*\*\*`(?P<result>[^`\n]+)`[ \t]*result:\*\*[ \t]*",
+    re.DOTALL | re.MULTILINE,
+)
+MARKER = re.compile(r"^[ \t]*(?:🔧[ \t]*\*\*Tool Call:|✅[ \t]*\*\*`|<tool>|<validation>)")
+FENCE = re.compile(r"^[ \t]*```[^\n]*$", re.MULTILINE)
+CALL = re.compile(r"^\s*(?P<name>[^\s(]+)\s*(?:\((?P<args>.*?)\)?)?\s*$", re.DOTALL)
+DURATION = re.compile(
+    r"\b(?:completed|finished|done|took)\b[^0-9\n]{0,20}(?P<value>\d+(?:\.\d+)?)\s*"
+    r"(?P<unit>ms|milliseconds?|s|secs?|seconds?)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Block:
+    kind: str  # prose | tool | validation | md_call | md_result
+    text: str = ""  # prose text, validation text, or the call line
+    result: str | None = None  # a tool's result; None while pending
+    name: str = ""  # md_result: the tool name in its header
+    validated_by: str | None = None  # a pending <tool> completed by its <validation>
+
+
+def parse(raw: bytes) -> Draft:
+    text = decode(raw)
+    builder = Builder(raw)
+    stripped = text.strip()
+    if not stripped:
+        raise TranscriptError("the file is empty")
+    if stripped[0] in "[{":
+        for index, message in enumerate(message_list(load_json(text))):
+            where = f"messages[{index}]"
+            if not isinstance(message, dict):
+                raise TranscriptError("a message must be a JSON object", where=where)
+            role = message.get("role")
+            content = message.get("content")
+            if not isinstance(content, str):
+                raise TranscriptError("'content' must be a string", where=where)
+            at = source_time(message, where)
+            if role == "user":
+                if content.strip():
+                    builder.add(
+                        {
+                            "type": "user.message",
+                            "message_id": builder.message_id(index),
+                            "content": content,
+                        },
+                        where=where,
+                        at=at,
+                    )
+                else:
+                    builder.skip("empty user message")
+            elif role == "assistant":
+                _assistant(builder, content, index, where, at)
+            elif role == "system":
+                builder.skip("system message")
+            else:
+                raise TranscriptError("'role' must be one of user, assistant, system", where=where)
+    else:
+        _assistant(builder, text, 0, "text", None)
+    return builder.finish()
+
+
+def unescape(text: str) -> str:
+    """Undo the legacy backend's escape(_neutralize_mentions(…))."""
+    return html.unescape(text).replace("@\u200b", "@")
+
+
+def blocks_of(text: str) -> list[Block]:
+    """Assistant text as prose and tool blocks, in order."""
+    blocks: list[Block] = []
+    position = 0
+    while True:
+        match = BLOCK.search(text, position)
+        if match is None:
+            break
+        if match.start() > position:
+            blocks.append(Block("prose", text[position : match.start()]))
+        end = match.end()
+        if match.group("tool") is not None:
+            inner = unescape(match.group("tool"))
+            call, newline, result = inner.partition("\n")
+            blocks.append(Block("tool", call, result if newline else None))
+        elif match.group("validation") is not None:
+            blocks.append(Block(VALIDATION, unescape(match.group("validation")).strip()))
+        elif match.group("call") is not None:
+            blocks.append(Block("md_call", match.group("call")))
+        else:
+            result, end = _markdown_result(text, end)
+            blocks.append(
+                Block("md_result", name=match.group("result").strip()[:MAX_NAME], result=result)
+            )
+        position = end
+    if position < len(text):
+        blocks.append(Block("prose", text[position:]))
+    return blocks
+
+
+def _markdown_result(text: str, start: int) -> tuple[str, int]:
+    """The result after a "✅ **`name` result:**" header: (result, end offset)."""
+    line_end = _line_end(text, start)
+    lines = [text[start:line_end]] if text[start:line_end].strip() else []
+    end = line_end
+    cursor = line_end + 1
+    if not lines and cursor < len(text):
+        opening = FENCE.match(text, cursor)
+        if opening is not None:
+            closing = FENCE.search(text, opening.end() + 1)
+            if closing is None:
+                return text[opening.end() + 1 :].rstrip("\n"), len(text)
+            body = text[opening.end() + 1 : closing.start()]
+            return body.removesuffix("\n"), closing.end()
+    while cursor < len(text):
+        line_end = _line_end(text, cursor)
+        line = text[cursor:line_end]
+        if not line.strip() or MARKER.match(line):
+            break
+        lines.append(line)
+        end = line_end
+        cursor = line_end + 1
+    return "\n".join(lines), end
+
+
+def _line_end(text: str, start: int) -> int:
+    end = text.find("\n", start)
+    return len(text) if end == -1 else end
+
+
+def parse_call(call: str) -> dict[str, Any]:
+    """`name(args)` → tool_name and args_summary (the legacy display of the args)."""
+    match = CALL.match(call)
+    if match is None:
+        name, args = call.strip(), None
+    else:
+        name, args = match.group("name"), match.group("args")
+    parsed: dict[str, Any] = {"tool_name": name[:MAX_NAME] or "tool"}
+    if args and args.strip():
+        parsed["args_summary"] = args.strip()
+    return parsed
+
+
+def duration_ms(validation: str) -> int | None:
+    match = DURATION.search(validation)
+    if match is None:
+        return None
+    value = float(match.group("value"))
+    return round(value if match.group("unit").lower().startswith("m") else value * 1000)
+
+
+def _groups(blocks: list[Block]) -> list[tuple[str, list[Block]]]:
+    """(prose, the tool blocks after it) — whitespace between blocks is not prose."""
+    groups: list[tuple[str, list[Block]]] = []
+    prose, tools = "", []
+    for block in blocks:
+        if block.kind != "prose":
+            tools.append(block)
+        elif block.text.strip():
+            if tools:
+                groups.append((prose, tools))
+                prose, tools = "", []
+            prose += block.text
+    groups.append((prose, tools))
+    for _, tools in groups:
+        for current, following in itertools.pairwise(tools):
+            if current.kind == "tool" and current.result is None and following.kind == VALIDATION:
+                current.validated_by = following.text
+    return groups
+
+
+def _assistant(builder: Builder, text: str, index: int, where: str, at: Any) -> None:
+    part = 0
+    unanswered: dict[str, list[str]] = {}  # md call name -> tool call ids awaiting a result
+    for prose, tools in _groups(blocks_of(text)):
+        content = prose.strip()
+        if content:
+            builder.add(
+                {
+                    "type": "agent.step.completed",
+                    "message_id": builder.message_id(index, part),
+                    "content": content,
+                },
+                where=where,
+                at=at,
+            )
+            part += 1
+        for event in _tool_events(builder, tools, unanswered):
+            builder.add(event, where=where, at=at)
+    if part == 0 and not text.strip():
+        builder.skip("empty assistant message")
+
+
+def _tool_events(
+    builder: Builder, tools: list[Block], unanswered: dict[str, list[str]]
+) -> list[dict[str, Any]]:
+    """The events of a stretch of tool blocks, each entry created in block order."""
+    events: list[dict[str, Any]] = []
+    for block in tools:
+        if block.kind == "md_result" and unanswered.get(block.name):
+            call_id = unanswered[block.name].pop(0)
+            events.append(_completed(call_id, block.name, result=block.result))
+            continue
+        call_id = builder.new_tool_call_id()
+        if block.kind in ("tool", "md_call"):
+            parsed = parse_call(block.text)
+            name = parsed["tool_name"]
+            events.append({"type": "agent.tool.started", "tool_call_id": call_id, **parsed})
+            if block.kind == "md_call":
+                unanswered.setdefault(name, []).append(call_id)
+            elif block.result is not None:
+                events.append(_completed(call_id, name, result=block.result))
+            elif block.validated_by is not None:
+                events.append(_completed(call_id, name, took=duration_ms(block.validated_by)))
+        else:  # a validation block, or a Markdown result with no call before it
+            name = VALIDATION if block.kind == VALIDATION else block.name
+            result = block.text if block.kind == VALIDATION else block.result
+            events.append(
+                {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": name}
+            )
+            events.append(_completed(call_id, name, result=result))
+    return events
+
+
+def _completed(
+    call_id: str, name: str, *, result: str | None = None, took: int | None = None
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "agent.tool.completed",
+        "tool_call_id": call_id,
+        "tool_name": name,
+    }
+    if result is not None:
+        event["result"] = result
+    if took is not None:
+        event["duration_ms"] = took
+    return event

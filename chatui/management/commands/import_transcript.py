@@ -1,0 +1,77 @@
+"""manage.py import_transcript FILE --format F --owner USERNAME [--title T] [--conversation UUID]
+
+Creates a conversation (or appends to `--conversation`) from a transcript file
+and prints the conversation's id as the last line of its output. FILE `-`
+reads standard input. See `chatui.importers` for the formats.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from chatui.importers import IMPORT_FORMATS, TranscriptError, import_transcript, parse_transcript
+from chatui.models import Conversation
+from chatui.services import create_conversation
+
+
+class Command(BaseCommand):
+    help = "Import a transcript file as a conversation; prints the conversation id last."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="the transcript file, or - for standard input")
+        parser.add_argument("--format", required=True, choices=IMPORT_FORMATS)
+        parser.add_argument("--owner", help="username of the new conversation's owner")
+        parser.add_argument(
+            "--title",
+            default="",
+            help="a new conversation's title (default: its first user message)",
+        )
+        parser.add_argument("--conversation", help="append to this conversation instead")
+
+    def handle(self, *args, file: str, format: str, owner, title: str, conversation, **options):
+        raw = self._read(file)
+        try:
+            parse_transcript(raw, format)  # a bad file fails before anything is created
+            with transaction.atomic():
+                target = self._conversation(conversation, owner, title)
+                result = import_transcript(raw, format, target)
+        except TranscriptError as error:
+            raise CommandError(f"{file}: {error}") from error
+        self.stderr.write(result.summary())
+        self.stdout.write(str(result.conversation.pk))
+
+    def _read(self, file: str) -> bytes:
+        if file == "-":
+            return sys.stdin.buffer.read()
+        try:
+            with open(file, "rb") as handle:
+                return handle.read()
+        except OSError as error:
+            raise CommandError(f"cannot read {file}: {error.strerror}") from error
+
+    def _conversation(self, conversation_id, owner, title: str) -> Conversation:
+        users = get_user_model().objects
+        user = None
+        if owner:
+            user = users.filter(username=owner).first()
+            if user is None:
+                raise CommandError(f"no user named {owner!r}")
+        if conversation_id:
+            try:
+                pk = uuid.UUID(conversation_id)
+            except ValueError:
+                raise CommandError(f"{conversation_id!r} is not a conversation id") from None
+            found = Conversation.objects.filter(pk=pk).first()
+            if found is None:
+                raise CommandError(f"no conversation {conversation_id}")
+            if user is not None and found.owner_id != user.pk:
+                raise CommandError(f"conversation {conversation_id} is not owned by {owner!r}")
+            return found
+        if user is None:
+            raise CommandError("--owner is required to create a conversation")
+        return create_conversation(owner=user, title=title)

@@ -1,0 +1,873 @@
+"""Messages → view objects: SPEC §4's render rules as plain Python data.
+
+Templates only display what these frozen dataclasses hold; every decision
+(what is shown, how it is cut, batched, nested, titled) is made here, once, for
+the first page load, the live partials and the admin alike. Nothing here builds
+HTML except the sanitised Markdown of assistant text (chatui.markdown), and
+nothing touches the database: presenters work on the Message objects given,
+which must be one *contiguous* slice of a conversation ordered by position.
+
+Decisions where the spec is silent (each is also noted where it is made):
+
+- Status lines never split a tool batch. A status that falls inside a batch is
+  rendered right after that batch. Ephemeral statuses (thinking, info) come and
+  go during a run (S3); if they split batches, a live page and a fresh load
+  after reconciliation would disagree, and G2 ("a new entry appears in the
+  existing block") would break on every thinking line.
+- Nested tools (G13) are not top-level entries and do not affect batching;
+  failures and pending tools are counted over the whole tree.
+- S1: a run's meta line sums `duration_ms` and `tokens` over all assistant
+  steps of the run in the slice (shown or hidden: the hidden steps that only
+  called tools cost time and tokens too) and sits under the run's last shown
+  assistant message, once that message is final. Assistant messages without a
+  run_id are their own run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from .markdown import render_markdown
+from .models import Message, Role, ToolStatus
+
+# -- limits (SPEC G3, G4, G12) ------------------------------------------------
+ARG_VALUE_CHARS = 250
+ARGS_CHARS = 1200
+TOOL_NAME_CHARS = 200
+INLINE_RESULT_CHARS = 80
+RESULT_BLOCK_CHARS = 500
+RESULT_BLOCK_LINES = 8
+OUTPUT_TAIL_LINES = 8
+OUTPUT_TAIL_CHARS = 1000
+ERROR_CHARS = 500
+KIND_VALUE_CHARS = 200
+KIND_PREVIEW_LINES = 3
+# Deeper nesting than this is shown flat under the deepest level: the page and
+# the recursion both stay bounded whatever parent ids a runtime sends.
+MAX_NESTING_DEPTH = 6
+
+ELLIPSIS = "…"
+ZWSP = "\u200b"
+PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
+EPHEMERAL_STATUS_TYPES = ("thinking", "tool_call", "tool_result", "info")
+
+
+# -- view objects -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserView:
+    """R1: the user's text, raw; the template escapes it and keeps line breaks."""
+
+    kind: ClassVar[str] = "user"
+    role: ClassVar[str] = "user"
+    dom_id: str
+    pk: int
+    message_id: str
+    text: str
+    timestamp: datetime
+    timestamp_iso: str
+    updated_seq: int
+
+
+@dataclass(frozen=True)
+class AssistantView:
+    """R2/R3: sanitised Markdown; S1 meta line under the run's final shown message."""
+
+    kind: ClassVar[str] = "assistant"
+    role: ClassVar[str] = "assistant"
+    dom_id: str
+    pk: int
+    message_id: str
+    html: SafeString
+    is_streaming: bool
+    meta_line: str | None
+    run_id: str
+    timestamp: datetime
+    timestamp_iso: str
+    updated_seq: int
+
+
+@dataclass(frozen=True)
+class ContinuationView:
+    should_continue: bool
+    stop_reason: str
+    resolved_by: str
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """R5/S2: one inline status line; the flags tell the template how to draw it."""
+
+    kind: ClassVar[str] = "status"
+    role: ClassVar[str] = "status"
+    dom_id: str
+    pk: int
+    message_id: str
+    status_type: str
+    text: str
+    continuation: ContinuationView | None
+    is_spinner: bool  # thinking
+    is_toast: bool  # info
+    is_banner: bool  # error: red banner
+    is_run_error: bool  # S2: carries [data-run-error]
+    is_ephemeral: bool  # removed when the run ends (S3)
+    timestamp: datetime
+    timestamp_iso: str
+    updated_seq: int
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """G4: a tool's display text, inline (`call → text`) or as a cut block."""
+
+    text: str
+    inline: bool
+    note: str | None  # "… (N more lines)" / "… (truncated, 2.3 KB)"
+    truncated: bool
+    full_size: str  # human-readable size of the whole text
+
+
+@dataclass(frozen=True)
+class KindRow:
+    label: str
+    value: str
+    is_failure: bool = False
+
+
+@dataclass(frozen=True)
+class KindView:
+    """G9: what `details.kind` adds to an entry, as label/value rows."""
+
+    kind: str  # file | command | fetch | subagent | custom
+    rows: tuple[KindRow, ...]
+    failed: bool  # non-zero exit code, HTTP status >= 400
+
+
+@dataclass(frozen=True)
+class ToolEntryView:
+    """R4: one tool call with its result, state, and nested children (G13)."""
+
+    kind: ClassVar[str] = "tool"
+    role: ClassVar[str] = "tool"
+    dom_id: str
+    pk: int
+    message_id: str
+    tool_call_id: str  # raw: only ever an (escaped) attribute value
+    tool_name: str
+    title: str  # G10
+    status: str  # queued | running | success | error
+    is_pending: bool  # G5
+    is_error: bool  # G6
+    call_line: str  # G3
+    result: ResultView | None  # G4; the error text on error; None while pending or empty
+    error: str | None  # G6: the error text (cut at ERROR_CHARS), errors only
+    duration_text: str | None  # G7
+    details_json: str | None  # G8
+    kind_view: KindView | None  # G9
+    progress: float | None  # G12, pending only, 0..1
+    progress_percent: int | None
+    progress_line: str | None  # G11, pending only
+    output_tail: str | None  # G12, pending only
+    retry_line: str | None  # G14
+    children: tuple[ToolEntryView, ...]  # G13
+    depth: int
+    started_at: datetime
+    started_at_iso: str
+    elapsed_text: str | None  # G5, pending only
+    updated_seq: int
+
+
+@dataclass(frozen=True)
+class ToolBatchView:
+    """G1/G2/G6: consecutive top-level tool entries in one <details> block."""
+
+    kind: ClassVar[str] = "tool_batch"
+    dom_id: str
+    entries: tuple[ToolEntryView, ...]
+    count: int  # top-level entries: data-count
+    title: str
+    has_error: bool
+    failed_count: int
+    failed_text: str | None  # "1 failed"
+    running_count: int
+    open: bool
+    updated_seq: int
+
+
+Item = UserView | AssistantView | StatusView | ToolBatchView
+
+
+# -- small text helpers -------------------------------------------------------
+
+
+def neutralise(text: str) -> str:
+    """T1: "@" + U+200B can never trigger a mention wherever the text ends up."""
+    return text.replace("@", "@" + ZWSP)
+
+
+def clip(text: str, limit: int) -> str:
+    """Cut to at most `limit` characters, the last one being "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def collapse_newlines(text: str) -> str:
+    return re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", text)
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def humanise_tool_name(name: str) -> str:
+    """G10: `image_generation` → "Image Generation", `SearchEntities` → "Search Entities"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name)
+    words = [word for word in re.split(r"[\s_\-.:/]+", spaced) if word]
+    if not words:
+        return "Tool"
+    return clip(" ".join(word[0].upper() + word[1:] for word in words), TOOL_NAME_CHARS)
+
+
+def format_duration(ms: float, *, compact: bool = False) -> str:
+    """G7: "250 ms", "1.2 s", "12.3 s", then "2 min 5 s" and "1 h 2 min".
+
+    `compact` drops the spaces before units, for S1's "Assistant · 1.2s".
+    """
+    gap = "" if compact else " "
+    if round(ms) < 1000:
+        return f"{max(0, round(ms))}{gap}ms"
+    seconds = ms / 1000
+    if round(seconds, 1) < 60:
+        return f"{seconds:.1f}{gap}s"
+    whole = round(seconds)
+    if whole < 3600:
+        minutes, secs = divmod(whole, 60)
+        return f"{minutes}{gap}min" + (f" {secs}{gap}s" if secs else "")
+    hours, rest = divmod(whole, 3600)
+    minutes = rest // 60
+    return f"{hours}{gap}h" + (f" {minutes}{gap}min" if minutes else "")
+
+
+def format_elapsed(seconds: float) -> str:
+    """G5: whole seconds for a pending tool ("0 s", "42 s", "1 min 5 s")."""
+    whole = max(0, int(seconds))
+    return f"{whole} s" if whole < 60 else format_duration(whole * 1000)
+
+
+def human_size(size: int) -> str:
+    """ "512 B", "2.3 KB", "1.4 MB" (1 KB = 1024 bytes)."""
+    if size < 1024:
+        return f"{size} B"
+    for unit in ("KB", "MB", "GB"):
+        size /= 1024
+        if size < 1024 or unit == "GB":
+            break
+    return f"{size:.1f} {unit}"
+
+
+def format_tokens(tokens: int) -> str:
+    return f"{tokens:,} token" + ("" if tokens == 1 else "s")
+
+
+# -- G3 call line ---------------------------------------------------------------
+
+
+def _arg_value(value: Any) -> str:
+    text = value if isinstance(value, str) else compact_json(value)
+    return clip(collapse_newlines(text), ARG_VALUE_CHARS)
+
+
+def format_args(args: Any) -> str:
+    """key=value in insertion order; strings bare, other values compact JSON."""
+    if isinstance(args, dict):
+        text = ", ".join(
+            f"{clip(collapse_newlines(str(key)), ARG_VALUE_CHARS)}={_arg_value(value)}"
+            for key, value in args.items()
+        )
+    elif args is None:
+        text = ""
+    else:
+        text = _arg_value(args)
+    return clip(text, ARGS_CHARS)
+
+
+def call_line(tool_name: str, args: Any = None, args_summary: str | None = None) -> str:
+    """G3: `tool_name(args)`, args_summary winning over args when given."""
+    if isinstance(args_summary, str) and args_summary.strip():
+        inner = clip(collapse_newlines(args_summary.strip()), ARGS_CHARS)
+    else:
+        inner = format_args(args)
+    return f"{clip(tool_name, TOOL_NAME_CHARS)}({inner})"
+
+
+# -- G4 results -----------------------------------------------------------------
+
+
+def _normalise_text(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip()
+
+
+def truncate_block(
+    text: str, *, max_chars: int = RESULT_BLOCK_CHARS, max_lines: int = RESULT_BLOCK_LINES
+) -> tuple[str, str | None]:
+    """At most `max_lines` lines and `max_chars` chars, plus the note saying what was cut.
+
+    A cut inside the kept lines says "truncated" with the full size; otherwise
+    dropped lines are counted.
+    """
+    lines = text.split("\n")
+    shown = "\n".join(lines[:max_lines])
+    if len(shown) > max_chars:
+        return shown[:max_chars], f"{ELLIPSIS} (truncated, {human_size(len(text.encode()))})"
+    hidden = len(lines) - max_lines
+    if hidden > 0:
+        return shown, f"{ELLIPSIS} ({hidden} more line{'' if hidden == 1 else 's'})"
+    return shown, None
+
+
+def present_result(text: str) -> ResultView | None:
+    """G4: None when there is nothing to show (never an empty box)."""
+    text = _normalise_text(text)
+    if not text.strip():
+        return None
+    size = human_size(len(text.encode()))
+    if "\n" not in text and len(text) <= INLINE_RESULT_CHARS:
+        return ResultView(neutralise(text), inline=True, note=None, truncated=False, full_size=size)
+    shown, note = truncate_block(text)
+    return ResultView(
+        neutralise(shown), inline=False, note=note, truncated=note is not None, full_size=size
+    )
+
+
+# -- G11/G12 live output ----------------------------------------------------------
+
+
+def split_output(output: str) -> tuple[str | None, str | None]:
+    """(output tail, last "→ " line): "→ " lines are progress, not output (G11)."""
+    kept: list[str] = []
+    arrow: str | None = None
+    for line in _normalise_text(output).split("\n"):
+        if line.lstrip().startswith("→ "):
+            arrow = line.strip()
+        else:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    tail = "\n".join(kept[-OUTPUT_TAIL_LINES:])[-OUTPUT_TAIL_CHARS:]
+    return (tail or None), arrow
+
+
+# -- G9 kinds ---------------------------------------------------------------------
+
+
+def _kind_text(value: Any) -> str:
+    text = value if isinstance(value, str) else compact_json(value)
+    return neutralise(clip(collapse_newlines(text), KIND_VALUE_CHARS))
+
+
+def _preview(value: str) -> str:
+    shown, note = truncate_block(
+        _normalise_text(value), max_chars=KIND_VALUE_CHARS, max_lines=KIND_PREVIEW_LINES
+    )
+    return neutralise(shown + (ELLIPSIS if note else ""))
+
+
+def _int_like(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,6}", value.strip()):
+        return int(value)
+    return None
+
+
+def _file_rows(details: dict[str, Any]) -> list[KindRow]:
+    rows = []
+    if details.get("path") is not None:
+        rows.append(KindRow("Path", _kind_text(details["path"])))
+    # The preview is the file content when the tool sent it; the result itself
+    # is already shown by G4, so it is not repeated here.
+    if isinstance(details.get("content"), str) and details["content"].strip():
+        rows.append(KindRow("Preview", _preview(details["content"])))
+    return rows
+
+
+def _command_rows(details: dict[str, Any]) -> list[KindRow]:
+    rows = []
+    command = details.get("command", details.get("cmd"))
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    if command is not None:
+        rows.append(KindRow("Command", _kind_text(command)))
+    if details.get("cwd") is not None:
+        rows.append(KindRow("Directory", _kind_text(details["cwd"])))
+    if details.get("exit_code") is not None:
+        code = _int_like(details["exit_code"])
+        rows.append(KindRow("Exit code", _kind_text(details["exit_code"]), code != 0))
+    return rows
+
+
+def _fetch_rows(details: dict[str, Any]) -> list[KindRow]:
+    rows = []
+    if details.get("url") is not None:
+        rows.append(KindRow("URL", _kind_text(details["url"])))
+    status = details.get("status_code", details.get("status"))
+    if status is not None:
+        code = _int_like(status)
+        rows.append(KindRow("HTTP status", _kind_text(status), code is None or code >= 400))
+    return rows
+
+
+def _state_name(item: Any) -> str:
+    if isinstance(item, dict):
+        for key in ("state", "status", "to", "name"):
+            if item.get(key) is not None:
+                return str(item[key])
+    return item if isinstance(item, str) else compact_json(item)
+
+
+def _subagent_rows(details: dict[str, Any]) -> list[KindRow]:
+    rows = []
+    run_id = next(
+        (details[key] for key in ("run_id", "session_id", "id") if details.get(key) is not None),
+        None,
+    )
+    if run_id is not None:
+        rows.append(KindRow("Run", _kind_text(run_id)))
+    states = next(
+        (
+            details[key]
+            for key in ("states", "transitions", "state_transitions")
+            if isinstance(details.get(key), list)
+        ),
+        None,
+    )
+    if states:
+        rows.append(KindRow("States", _kind_text(" → ".join(map(_state_name, states)))))
+    elif details.get("state", details.get("status")) is not None:
+        rows.append(KindRow("State", _kind_text(details.get("state", details.get("status")))))
+    return rows
+
+
+KIND_ROWS = {
+    "file": _file_rows,
+    "command": _command_rows,
+    "fetch": _fetch_rows,
+    "subagent": _subagent_rows,
+}
+
+
+def present_kind(details: Any) -> KindView | None:
+    """G9 by details.kind; unknown kinds are "custom"; unknown keys are ignored.
+
+    `custom` shows `details.summary`; without one there is no kind view, since
+    the G4 result right above already is the result preview.
+    """
+    if not isinstance(details, dict):
+        return None
+    given = details.get("kind")
+    kind = given if isinstance(given, str) and given in KIND_ROWS else "custom"
+    rows: list[KindRow] = []
+    if details.get("summary") is not None:
+        rows.append(KindRow("Summary", _kind_text(details["summary"])))
+    if kind in KIND_ROWS:
+        rows.extend(KIND_ROWS[kind](details))
+    if not rows:
+        return None
+    return KindView(kind, tuple(rows), failed=any(row.is_failure for row in rows))
+
+
+# -- tool entries -----------------------------------------------------------------
+
+
+def _details_json(meta: dict[str, Any]) -> str | None:
+    """G8: full args and full result (and error, details), pretty-printed."""
+    payload: dict[str, Any] = {}
+    if "args" in meta:
+        payload["args"] = meta["args"]
+    elif meta.get("args_summary"):
+        payload["args_summary"] = meta["args_summary"]
+    if "tool_result" in meta:
+        payload["result"] = meta["tool_result"]
+    if meta.get("tool_error"):
+        payload["error"] = meta["tool_error"]
+    if "details" in meta:
+        payload["details"] = meta["details"]
+    if not payload:
+        return None
+    return neutralise(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+
+
+def _retry_line(meta: dict[str, Any], title: str) -> str | None:
+    """G14: attempt > 1 → "⟳ Title — Retrying (2/3)"."""
+    attempt = _int_like(meta.get("attempt"))
+    if attempt is None or attempt <= 1:
+        return None
+    limit = _int_like(meta.get("max_attempts"))
+    count = f"{attempt}/{limit}" if limit else str(attempt)
+    return f"⟳ {title} — Retrying ({count})"
+
+
+def _live_fields(meta: dict[str, Any]) -> dict[str, Any]:
+    """G11/G12: progress bar, progress line and output tail of a pending tool."""
+    fraction = _number(meta.get("progress"))
+    if fraction is not None:
+        fraction = min(1.0, max(0.0, fraction))
+    output = meta.get("output")
+    tail, arrow = split_output(output) if isinstance(output, str) else (None, None)
+    message = meta.get("progress_message")
+    line = message.strip() if isinstance(message, str) and message.strip() else arrow
+    return {
+        "progress": fraction,
+        "progress_percent": None if fraction is None else round(fraction * 100),
+        "progress_line": neutralise(line) if line else None,
+        "output_tail": neutralise(tail) if tail else None,
+    }
+
+
+_NO_LIVE = {"progress": None, "progress_percent": None, "progress_line": None, "output_tail": None}
+
+
+def present_tool_entry(
+    message: Message,
+    *,
+    now: datetime | None = None,
+    children: Sequence[ToolEntryView] = (),
+    depth: int = 0,
+) -> ToolEntryView:
+    """R4: one tool message → its entry; `children` are already-presented nested tools."""
+    meta = message.metadata or {}
+    status = str(message.tool_status or ToolStatus.RUNNING)
+    pending = status in PENDING
+    is_error = status == ToolStatus.ERROR
+    title = neutralise(humanise_tool_name(message.tool_name))
+    error_text = (meta.get("tool_error") or message.content) if is_error else None
+    # The display text of §3 is `content`; nothing is shown until the tool ends (G5).
+    result = None if pending else present_result(message.content or (error_text or ""))
+    duration = _number(meta.get("tool_duration_ms"))
+    started = message.timestamp
+    return ToolEntryView(
+        dom_id=message.dom_id,
+        pk=message.pk,
+        message_id=message.message_id,
+        tool_call_id=message.tool_call_id,
+        tool_name=neutralise(clip(message.tool_name, TOOL_NAME_CHARS)),
+        title=title,
+        status=status,
+        is_pending=pending,
+        is_error=is_error,
+        call_line=neutralise(
+            call_line(message.tool_name, meta.get("args"), meta.get("args_summary"))
+        ),
+        result=result,
+        error=neutralise(clip(error_text, ERROR_CHARS)) if error_text else None,
+        duration_text=None if duration is None else format_duration(duration),
+        details_json=_details_json(meta),
+        kind_view=present_kind(meta.get("details")),
+        retry_line=_retry_line(meta, title),
+        children=tuple(children),
+        depth=depth,
+        started_at=started,
+        started_at_iso=_iso(started),
+        elapsed_text=(
+            format_elapsed(((now or timezone.now()) - started).total_seconds()) if pending else None
+        ),
+        updated_seq=message.updated_seq,
+        **(_live_fields(meta) if pending else _NO_LIVE),
+    )
+
+
+def iter_entries(entries: Iterable[ToolEntryView]) -> Iterator[ToolEntryView]:
+    """Every entry, nested ones included, depth first in display order."""
+    for entry in entries:
+        yield entry
+        yield from iter_entries(entry.children)
+
+
+# -- G13 nesting ------------------------------------------------------------------
+
+
+@dataclass
+class _ToolTree:
+    """Which tool messages are top-level, and the children of each (by pk)."""
+
+    roots: set[int] = field(default_factory=set)
+    children: dict[int, list[Message]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, messages: Sequence[Message]) -> _ToolTree:
+        tools = [m for m in messages if m.role == Role.TOOL]
+        by_call_id: dict[str, Message] = {}
+        for tool in tools:
+            if tool.tool_call_id:
+                by_call_id.setdefault(tool.tool_call_id, tool)
+        tree = cls()
+        parent_of: dict[int, Message] = {}
+        for tool in tools:
+            parent = by_call_id.get(tool.parent_tool_call_id) if tool.parent_tool_call_id else None
+            if parent is None or parent.pk == tool.pk:
+                tree.roots.add(tool.pk)  # no parent in this slice: shown at top level
+            else:
+                parent_of[tool.pk] = parent
+                tree.children.setdefault(parent.pk, []).append(tool)
+        tree._break_cycles(tools, parent_of)
+        return tree
+
+    def _break_cycles(self, tools: list[Message], parent_of: dict[int, Message]) -> None:
+        """Tools only reachable through a parent cycle become top-level (in order)."""
+        seen: set[int] = set()
+
+        def visit(pk: int) -> None:
+            stack = [pk]
+            while stack:
+                current = stack.pop()
+                if current not in seen:
+                    seen.add(current)
+                    stack.extend(child.pk for child in self.children.get(current, ()))
+
+        for pk in self.roots:
+            visit(pk)
+        for tool in tools:
+            if tool.pk not in seen:
+                self.children[parent_of[tool.pk].pk].remove(tool)
+                self.roots.add(tool.pk)
+                visit(tool.pk)
+
+    def descendants(self, pk: int) -> list[Message]:
+        found: list[Message] = []
+        stack = list(reversed(self.children.get(pk, [])))
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            stack.extend(reversed(self.children.get(current.pk, [])))
+        return found
+
+
+def _present_subtree(
+    message: Message, tree: _ToolTree, now: datetime, depth: int = 0
+) -> ToolEntryView:
+    if depth >= MAX_NESTING_DEPTH:
+        flat = tuple(
+            present_tool_entry(child, now=now, depth=depth + 1)
+            for child in tree.descendants(message.pk)
+        )
+        return present_tool_entry(message, now=now, children=flat, depth=depth)
+    children = tuple(
+        _present_subtree(child, tree, now, depth + 1) for child in tree.children.get(message.pk, ())
+    )
+    return present_tool_entry(message, now=now, children=children, depth=depth)
+
+
+# -- batches ----------------------------------------------------------------------
+
+
+def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchView:
+    entries = tuple(_present_subtree(message, tree, now) for message in roots)
+    every = list(iter_entries(entries))
+    failed = sum(entry.is_error for entry in every)
+    count = len(entries)
+    return ToolBatchView(
+        dom_id=f"b-{roots[0].pk}",  # the first top-level entry's pk: stable as the batch grows
+        entries=entries,
+        count=count,
+        title=f"🔧 {count} tool calls" if count > 1 else entries[0].title,
+        has_error=failed > 0,
+        failed_count=failed,
+        failed_text=f"{failed} failed" if failed else None,
+        running_count=sum(entry.is_pending for entry in every),
+        open=failed > 0,  # G6: a batch holding an error renders expanded
+        updated_seq=max(entry.updated_seq for entry in every),
+    )
+
+
+# -- users, assistants, statuses ----------------------------------------------------
+
+
+def should_render_assistant_content(message: Message) -> bool:
+    """Seed 000's rule, verbatim: with tool_calls, content must be prose."""
+    if not (message.metadata or {}).get("tool_calls"):
+        return True
+    content = message.content.strip()
+    return content != "" and not content.startswith(("{", "["))
+
+
+def is_assistant_shown(message: Message) -> bool:
+    """R3 plus two guards: blank text shows nothing, and streaming text that starts
+    like JSON is held back (it may turn out to be tool args; tool_calls are only
+    known when the step completes)."""
+    content = message.content.strip()
+    if not content:
+        return False
+    if not message.is_final and content.startswith(("{", "[")):
+        return False
+    return should_render_assistant_content(message)
+
+
+def meta_line(duration_ms: float | None, tokens: int | None) -> str | None:
+    """S1: "Assistant · 1.2s · 650 tokens", with what is known."""
+    parts = ["Assistant"]
+    if duration_ms is not None:
+        parts.append(format_duration(duration_ms, compact=True))
+    if tokens is not None:
+        parts.append(format_tokens(tokens))
+    return " · ".join(parts) if len(parts) > 1 else None
+
+
+def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
+    """S1: message pk → meta line, for the last shown (final) assistant message of each run."""
+    runs: dict[str, list[Message]] = {}
+    for message in messages:
+        if message.role == Role.ASSISTANT:
+            runs.setdefault(message.run_id or f"#{message.pk}", []).append(message)
+    lines: dict[int, str] = {}
+    for steps in runs.values():
+        visible = [step for step in steps if step.pk in shown]
+        if not visible or not visible[-1].is_final:
+            continue
+        durations = [_number((s.metadata or {}).get("duration_ms")) for s in steps]
+        tokens = [_int_like((s.metadata or {}).get("tokens")) for s in steps]
+        known_d = [d for d in durations if d is not None]
+        known_t = [t for t in tokens if t is not None]
+        line = meta_line(sum(known_d) if known_d else None, sum(known_t) if known_t else None)
+        if line:
+            lines[visible[-1].pk] = line
+    return lines
+
+
+def present_user(message: Message) -> UserView:
+    return UserView(
+        dom_id=message.dom_id,
+        pk=message.pk,
+        message_id=message.message_id,
+        text=message.content,
+        timestamp=message.timestamp,
+        timestamp_iso=_iso(message.timestamp),
+        updated_seq=message.updated_seq,
+    )
+
+
+def present_assistant(message: Message, meta: str | None = None) -> AssistantView:
+    return AssistantView(
+        dom_id=message.dom_id,
+        pk=message.pk,
+        message_id=message.message_id,
+        html=render_markdown(message.content),
+        is_streaming=not message.is_final,
+        meta_line=meta,
+        run_id=message.run_id,
+        timestamp=message.timestamp,
+        timestamp_iso=_iso(message.timestamp),
+        updated_seq=message.updated_seq,
+    )
+
+
+def _continuation(meta: dict[str, Any]) -> ContinuationView | None:
+    data = meta.get("continuation")
+    if not isinstance(data, dict):
+        return None
+    return ContinuationView(
+        should_continue=bool(data.get("should_continue")),
+        stop_reason=str(data.get("stop_reason", "")),
+        resolved_by=str(data.get("resolved_by", "")),
+    )
+
+
+def present_status(message: Message) -> StatusView:
+    kind = message.status_type or (message.metadata or {}).get("status_type") or "info"
+    return StatusView(
+        dom_id=message.dom_id,
+        pk=message.pk,
+        message_id=message.message_id,
+        status_type=kind,
+        text=message.content,
+        continuation=_continuation(message.metadata or {}) if kind == "continuation" else None,
+        is_spinner=kind == "thinking",
+        is_toast=kind == "info",
+        is_banner=kind == "error",
+        is_run_error=kind == "error",
+        is_ephemeral=kind in EPHEMERAL_STATUS_TYPES,
+        timestamp=message.timestamp,
+        timestamp_iso=_iso(message.timestamp),
+        updated_seq=message.updated_seq,
+    )
+
+
+# -- the transcript -----------------------------------------------------------------
+
+
+def present_transcript(messages: Iterable[Message], *, now: datetime | None = None) -> list[Item]:
+    """A contiguous, position-ordered slice of messages → the items to render, in order.
+
+    Pass a list (a QuerySet is evaluated here, once). No database access happens.
+    """
+    messages = list(messages)
+    now = now or timezone.now()
+    tree = _ToolTree.build(messages)
+    shown = {m.pk for m in messages if m.role == Role.ASSISTANT and is_assistant_shown(m)}
+    metas = _meta_lines(messages, shown)
+
+    items: list[Item] = []
+    batch: list[Message] = []
+    held: list[StatusView] = []  # statuses inside a batch go right after it
+
+    def flush() -> None:
+        if batch:
+            items.append(_batch(batch, tree, now))
+            batch.clear()
+        items.extend(held)
+        held.clear()
+
+    for message in messages:
+        if message.role == Role.TOOL:
+            if message.pk in tree.roots:
+                batch.append(message)  # nested tools live inside their parent's entry
+        elif message.role == Role.STATUS:
+            (held if batch else items).append(present_status(message))
+        elif message.role == Role.ASSISTANT:
+            if message.pk in shown:  # hidden assistant messages do not split a batch
+                flush()
+                items.append(present_assistant(message, metas.get(message.pk)))
+        elif message.role == Role.USER:
+            flush()
+            items.append(present_user(message))
+    flush()
+    return items
+
+
+def present_batch(
+    messages: Iterable[Message], *, now: datetime | None = None
+) -> ToolBatchView | None:
+    """The first batch of a slice: give it the messages one batch spans."""
+    return next(
+        (item for item in present_transcript(messages, now=now) if isinstance(item, ToolBatchView)),
+        None,
+    )
+
+
+def batch_containing(items: Iterable[Item], message_pk: int) -> ToolBatchView | None:
+    """The batch that shows the tool message `message_pk` (nested or not), if any."""
+    for item in items:
+        if isinstance(item, ToolBatchView) and any(
+            entry.pk == message_pk for entry in iter_entries(item.entries)
+        ):
+            return item
+    return None

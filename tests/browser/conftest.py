@@ -1,0 +1,107 @@
+"""Real Chromium (Debian's) driven by Playwright against the real daphne server."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.support.live import PASSWORD, USERNAME
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+pytestmark = pytest.mark.browser
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser/" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="session")
+def auth_state(browser, chatui_server, tmp_path_factory) -> str:
+    """Log in once through the real login form; every test reuses the session."""
+    path = str(tmp_path_factory.mktemp("auth") / "state.json")
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(chatui_server.url + "/accounts/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(chatui_server.url + "/")
+    context.storage_state(path=path)
+    context.close()
+    return path
+
+
+@dataclass
+class Watch:
+    """What a page did that it never should: dialogs, errors, foreign requests."""
+
+    origin: str
+    dialogs: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    foreign_requests: list[str] = field(default_factory=list)
+
+    def attach(self, page: Page) -> None:
+        page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        page.on("pageerror", lambda error: self.page_errors.append(str(error)))
+        page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
+        page.on("request", self._request)
+
+    def _request(self, request) -> None:
+        url = urlparse(request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and (
+            f"{url.hostname}:{url.port}" != self.origin
+        ):
+            self.foreign_requests.append(request.url)
+
+
+@pytest.fixture
+def open_page(browser, auth_state, chatui_server):
+    """Open pages (tabs) logged in as the e2e user; each with its Watch."""
+    contexts = []
+
+    def opener(path: str = "/", *, width: int = 1280, height: int = 900) -> tuple[Page, Watch]:
+        context = browser.new_context(
+            storage_state=auth_state, viewport={"width": width, "height": height}
+        )
+        contexts.append(context)
+        page = context.new_page()
+        watch = Watch(origin=f"127.0.0.1:{chatui_server.port}")
+        watch.attach(page)
+        page.goto(chatui_server.url + path)
+        return page, watch
+
+    yield opener
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(open_page):
+    page, _ = open_page("/")
+    return page
