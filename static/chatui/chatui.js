@@ -73,6 +73,10 @@
 
   var stickToBottom = true;
 
+  // Exposed for end-to-end tests and themes: is the live socket open right now?
+  document.addEventListener("htmx:wsOpen", function () { window.__chatuiSocketOpen = true; });
+  document.addEventListener("htmx:wsClose", function () { window.__chatuiSocketOpen = false; });
+
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
     stickToBottom = atBottom();
     if (!admitFrame(event.detail.message)) event.preventDefault();

@@ -1,0 +1,153 @@
+"""SPEC §5 in a real browser over a real WebSocket: L1–L4, G2 live, S3 equality."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.showcase import showcase_events
+
+
+def started(call_id: str, name: str = "run_cmd", **extra) -> dict:
+    return {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": name,
+            "run_id": "live", **extra}
+
+
+def completed(call_id: str, **extra) -> dict:
+    return {"type": "agent.tool.completed", "tool_call_id": call_id, "run_id": "live", **extra}
+
+
+@pytest.fixture
+def live_page(chatui_server, open_page):
+    conversation_id = chatui_server.new_conversation("live")
+    chatui_server.post_events(conversation_id, [
+        {"type": "user.message", "content": "go", "run_id": "live"},
+        {"type": "agent.status", "status": "running", "run_id": "live"},
+    ])
+    page, watch = open_page(f"/c/{conversation_id}/")
+    page.wait_for_function("() => document.querySelector('#transcript[data-last-seq=\"2\"]')")
+    wait_connected(page)
+    yield page, conversation_id
+    assert watch.page_errors == []
+
+
+def wait_connected(page) -> None:
+    """The ws extension has opened its socket (a frame can now arrive)."""
+    page.wait_for_function("() => window.__chatuiSocketOpen === true")
+
+
+def post(chatui_server, conversation_id, *events) -> None:
+    chatui_server.post_events(conversation_id, list(events))
+
+
+def test_l1_l2_card_in_dom_while_tool_still_running(chatui_server, live_page):
+    page, conversation_id = live_page
+    post(chatui_server, conversation_id, started("t1", "image_generation"))
+    card = page.locator('[data-tool-call-id="t1"]')
+    expect(card).to_have_attribute("data-status", "running", timeout=5000)
+    expect(card.locator("[data-tool-title]")).to_have_text("Image Generation")
+    assert card.locator("[data-tool-result]").count() == 0  # pending: no empty result box
+    post(chatui_server, conversation_id, completed("t1", result="SUCCESS: Generated 1 image"))
+    expect(card).to_have_attribute("data-status", "success", timeout=5000)
+    # G10: the title did not change between running and done.
+    expect(card.locator("[data-tool-title]")).to_have_text("Image Generation")
+
+
+def test_g2_batch_count_grows_live_in_the_same_block(chatui_server, live_page):
+    page, conversation_id = live_page
+    post(chatui_server, conversation_id, started("g1", "list_files"))
+    batch = page.locator("[data-tool-batch]")
+    expect(batch).to_have_attribute("data-count", "1", timeout=5000)
+    expect(batch.locator(":scope > summary")).to_contain_text("List Files")
+    batch_id = batch.get_attribute("id")
+    for n, call in enumerate(["g2", "g3"], start=2):
+        post(chatui_server, conversation_id, started(call, "read_file"))
+        expect(batch).to_have_attribute("data-count", str(n), timeout=5000)
+        expect(batch.locator(":scope > summary")).to_contain_text(f"{n} tool calls")
+    assert page.locator("[data-tool-batch]").count() == 1
+    assert batch.get_attribute("id") == batch_id
+    assert batch.locator("[data-tool-call-id]").count() == 3
+
+
+def test_streamed_assistant_text_appears_as_it_streams(chatui_server, live_page):
+    page, conversation_id = live_page
+    message = page.locator('[data-message-id="s1"]')
+    text = ""
+    for chunk in ["Streaming ", "one ", "chunk ", "at a time."]:
+        text += chunk
+        post(chatui_server, conversation_id,
+             {"type": "agent.message.delta", "message_id": "s1", "delta": chunk})
+        expect(message).to_contain_text(text.strip(), timeout=5000)
+    assert message.get_attribute("data-streaming") == ""
+    post(chatui_server, conversation_id, {"type": "agent.step.completed", "message_id": "s1",
+                                          "content": "Streaming **done**."})
+    expect(message.locator("strong")).to_have_text("done", timeout=5000)
+    assert message.get_attribute("data-streaming") is None
+
+
+def test_two_tabs_stay_in_sync(chatui_server, live_page, open_page):
+    page, conversation_id = live_page
+    other, _ = open_page(f"/c/{conversation_id}/")
+    wait_connected(other)
+    post(chatui_server, conversation_id, started("s1"), completed("s1", result="ok"),
+         started("s2"))
+    for tab in (page, other):
+        expect(tab.locator('[data-tool-call-id="s2"]')).to_have_attribute(
+            "data-status", "running", timeout=5000)
+    assert normalised(page) == normalised(other)
+
+
+def normalised(page) -> str:
+    """The transcript's HTML, without what legitimately differs between renders:
+    the open/closed state a reader toggled, client-added copy buttons, timers."""
+    html = page.inner_html("#transcript")
+    html = re.sub(r'<button type="button" class="copy-button"[^>]*>Copy</button>', "", html)
+    html = re.sub(r' data-copy-ready=""', "", html)
+    html = re.sub(r"(<time[^>]*>)[^<]*(</time>)", r"\1\2", html)
+    html = re.sub(r"\s+", " ", html)
+    return html.strip()
+
+
+def test_l3_server_killed_mid_run_page_ends_with_every_event_once(
+    chatui_server, live_page, open_page
+):
+    page, conversation_id = live_page
+    post(chatui_server, conversation_id, started("k1"), completed("k1", result="before"))
+    expect(page.locator('[data-tool-call-id="k1"]')).to_have_attribute(
+        "data-status", "success", timeout=5000)
+    chatui_server.kill()
+    chatui_server.start()
+    # Posted while the page is still disconnected (it reconnects with backoff).
+    post(chatui_server, conversation_id, started("k2"), completed("k2", result="during"),
+         {"type": "agent.message.delta", "message_id": "k-text", "delta": "after restart"})
+    expect(page.locator('[data-tool-call-id="k2"]')).to_have_attribute(
+        "data-status", "success", timeout=20000)
+    post(chatui_server, conversation_id, started("k3"))
+    expect(page.locator('[data-tool-call-id="k3"]')).to_be_attached(timeout=10000)
+    for call in ("k1", "k2", "k3"):
+        assert page.locator(f'[data-tool-call-id="{call}"]').count() == 1
+    assert page.locator('[data-message-id="k-text"]').count() == 1
+    with chatui_server.api() as api:
+        last_seq = api.get(f"/conversations/{conversation_id}").json()["last_seq"]
+    expect(page.locator("#transcript")).to_have_attribute("data-last-seq", str(last_seq))
+    fresh, _ = open_page(f"/c/{conversation_id}/")
+    assert normalised(page) == normalised(fresh)
+
+
+def test_s3_live_dom_equals_fresh_load_after_completed(chatui_server, open_page):
+    conversation_id = chatui_server.new_conversation("live showcase")
+    page, watch = open_page(f"/c/{conversation_id}/")
+    wait_connected(page)
+    events = [e for e in showcase_events() if e["run_id"] != "run-3"]  # ends completed/failed
+    for start in range(0, len(events), 3):  # posted in small bursts, like a runtime
+        post(chatui_server, conversation_id, *events[start:start + 3])
+    expect(page.locator("[data-run-error]")).to_be_attached(timeout=10000)
+    with chatui_server.api() as api:
+        last_seq = api.get(f"/conversations/{conversation_id}").json()["last_seq"]
+    expect(page.locator("#transcript")).to_have_attribute("data-last-seq", str(last_seq),
+                                                          timeout=10000)
+    fresh, _ = open_page(f"/c/{conversation_id}/")
+    assert normalised(page) == normalised(fresh)
+    assert watch.page_errors == []
