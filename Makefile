@@ -32,11 +32,11 @@ run: install
 	$(BIN)/daphne -b $(HOST) -p $(PORT) chatui.asgi:application
 
 lint: install
-	$(BIN)/ruff check chatui tests bench
-	$(BIN)/ruff format --check chatui tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: install chromium
-	$(BIN)/ruff check chatui tests bench
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 clean:

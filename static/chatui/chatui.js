@@ -198,7 +198,7 @@
     if (isNaN(when)) return;
     var seconds = Math.round((Date.now() - when) / 1000);
     if (el.hasAttribute("data-elapsed")) {
-      el.textContent = seconds < 60 ? Math.max(seconds, 0) + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+      el.textContent = formatElapsed(Math.max(seconds, 0));
       return;
     }
     var text;
@@ -207,6 +207,18 @@
     else if (seconds < 86400) text = Math.round(seconds / 3600) + " h ago";
     else text = new Date(when).toLocaleDateString();
     el.textContent = text;
+  }
+
+  // Same wording as chatui.presenters.format_elapsed, so the server's first render and
+  // the ticking clock agree.
+  function formatElapsed(seconds) {
+    if (seconds < 60) return seconds + " s";
+    if (seconds < 3600) {
+      var rest = seconds % 60;
+      return Math.floor(seconds / 60) + " min" + (rest ? " " + rest + " s" : "");
+    }
+    var minutes = Math.floor((seconds % 3600) / 60);
+    return Math.floor(seconds / 3600) + " h" + (minutes ? " " + minutes + " min" : "");
   }
 
   setInterval(function () {

@@ -1,0 +1,67 @@
+"""Screenshots of the showcase conversation for docs/, made with Playwright + Chromium.
+
+    .venv/bin/python scripts/screenshots.py
+
+Starts its own daphne on a temporary database, posts the showcase events through
+the API, and writes docs/screenshot-desktop.png and docs/screenshot-phone.png.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.browser.conftest import CHROMIUM_ARGS  # noqa: E402
+from tests.support.live import PASSWORD, USERNAME, LiveServer  # noqa: E402
+from tests.support.showcase import showcase_events  # noqa: E402
+
+SIZES = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = LiveServer(Path(data_dir))
+        server.prepare()
+        server.start()
+        try:
+            conversation_id = server.new_conversation()
+            server.post_events(conversation_id, showcase_events())
+            shoot(server, conversation_id)
+        finally:
+            server.stop()
+
+
+def shoot(server: LiveServer, conversation_id: str) -> None:
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        for name, (width, height) in SIZES.items():
+            # bypass_csp only so this script may pin the sticky bars for a full-page shot.
+            page = browser.new_page(viewport={"width": width, "height": height}, bypass_csp=True)
+            page.goto(server.url + "/accounts/login/")
+            page.fill("#id_username", USERNAME)
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            page.goto(f"{server.url}/c/{conversation_id}/")
+            page.wait_for_selector("[data-tool-batch]")
+            # Open the batches a reader would open, so the picture shows the entries.
+            page.eval_on_selector_all("[data-tool-batch]", "els => els.forEach(e => e.open = true)")
+            page.add_style_tag(content=".topbar, .composer-bar { position: static; }")
+            page.evaluate("window.scrollTo(0, 0)")
+            page.wait_for_timeout(300)
+            path = ROOT / "docs" / f"screenshot-{name}.png"
+            page.screenshot(path=str(path), full_page=True)
+            print(f"wrote {path.relative_to(ROOT)}")
+            page.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
