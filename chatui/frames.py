@@ -52,6 +52,7 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
     `conversation.last_seq` was read before the messages are, so the HTML is at
     least as new as the seq it claims."""
     html = render_to_string(TEMPLATE + "#transcript-oob", transcript_context(conversation))
+    html += render_run_state(conversation, oob=True)
     return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
 
 
@@ -139,7 +140,17 @@ def _delete(dom_id: str) -> str:
 
 
 def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
-    return render_to_string("chatui/_run_state.html", {"conversation": conversation, "oob": oob})
+    """The status badge, Stop button and whether the composer takes input now."""
+    from .agents import accepts_input
+
+    context = {
+        "conversation": conversation,
+        "oob": oob,
+        # A run that has ended in the log frees the composer, even while its task
+        # is still winding down in this process.
+        "accepts_input": conversation.status != "running" or accepts_input(conversation.pk),
+    }
+    return render_to_string("chatui/_run_state.html", context)
 
 
 def replay_frame(conversation_id, after: int) -> Frame | None:

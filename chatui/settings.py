@@ -168,7 +168,21 @@ CHATUI_MAX_REQUEST_BYTES = int(os.environ.get("CHATUI_MAX_REQUEST_BYTES", 8 * 10
 CHATUI_MAX_JSON_DEPTH = 64
 DATA_UPLOAD_MAX_MEMORY_SIZE = CHATUI_MAX_REQUEST_BYTES
 
+# Agents (SPEC §9). `demo` needs nothing; the others read their endpoints from here.
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
+CHATUI_DEMO_DELAY = float(os.environ.get("CHATUI_DEMO_DELAY", "0.35"))
+CHATUI_PUBLIC_URL = os.environ.get("CHATUI_PUBLIC_URL", "http://127.0.0.1:8000")
+CHATUI_WEBHOOK_URL = os.environ.get("CHATUI_WEBHOOK_URL", "")
+CHATUI_WEBHOOK_TOKEN = os.environ.get("CHATUI_WEBHOOK_TOKEN", "")
+CHATUI_WEBHOOK_ATTEMPTS = int(os.environ.get("CHATUI_WEBHOOK_ATTEMPTS", "5"))
+CHATUI_WEBHOOK_BACKOFF = float(os.environ.get("CHATUI_WEBHOOK_BACKOFF", "0.5"))
+CHATUI_WEBHOOK_TIMEOUT = float(os.environ.get("CHATUI_WEBHOOK_TIMEOUT", "10"))
+CHATUI_WEBHOOK_RUN_TIMEOUT = float(os.environ.get("CHATUI_WEBHOOK_RUN_TIMEOUT", "900"))
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+OPENAI_MODEL = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+CHATUI_OPENAI_MAX_STEPS = int(os.environ.get("CHATUI_OPENAI_MAX_STEPS", "8"))
+CHATUI_OPENAI_TIMEOUT = float(os.environ.get("CHATUI_OPENAI_TIMEOUT", "120"))
 
 LOGGING = {
     "version": 1,

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from . import frames, selectors, services
+from . import agents, frames, selectors, services
 from .events import EventError
 from .ingest import ingest
 from .models import Conversation
@@ -59,6 +59,9 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context = frames.transcript_context(conversation)
     context["compose_token"] = uuid.uuid4().hex
     context["can_post"] = conversation.owner_id == request.user.pk
+    context["accepts_input"] = conversation.status != "running" or agents.accepts_input(
+        conversation.pk
+    )
     return render(request, "chatui/conversation.html", context)
 
 
@@ -89,10 +92,18 @@ def earlier_messages(request: HttpRequest, conversation_id) -> HttpResponse:
 @login_required
 @require_POST
 def send_message(request: HttpRequest, conversation_id) -> HttpResponse:
-    """The composer: a plain form POST that htmx enhances (SPEC §5, L4)."""
+    """The composer: a plain form POST that htmx enhances (SPEC §5, L4, §10).
+
+    The user's message is ingested, then a run of the configured agent starts off
+    the request. With htmx the answer is a live frame holding the new message, so
+    it shows at once even before the socket's copy (the page drops whichever comes
+    second by its seq); without JavaScript it is a redirect back to the page.
+    """
     conversation = selectors.conversation_for_writer(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")
+    if not agents.accepts_input(conversation.pk):
+        return _refuse(request, conversation, BUSY, status=409)
     content = request.POST.get("content", "")
     token = request.POST.get("client_token", "")[:64] or uuid.uuid4().hex
     event = {
@@ -104,30 +115,52 @@ def send_message(request: HttpRequest, conversation_id) -> HttpResponse:
     try:
         result = ingest(conversation, event)
     except EventError as problem:
-        if request.htmx:
-            return HttpResponse(problem.message, status=problem.status)
-        flash.error(request, problem.message)
-        return redirect(conversation)
+        message = "Write a message first." if problem.field == "content" else problem.message
+        return _refuse(request, conversation, message, status=problem.status)
+    if result.accepted:
+        try:
+            agents.start_run(conversation, content)
+        except agents.RunInProgress as refused:
+            return _refuse(request, conversation, str(refused), status=409)
     if not request.htmx:
         return redirect(conversation)
-    frame = (
-        frames.change_frame(conversation, result.last_seq, result.last_seq, result.changes)
-        if result.accepted
-        else None
-    )
-    return HttpResponse(frame.html if frame else "", status=200 if frame else 204)
+    if not result.accepted:
+        return HttpResponse(status=204)  # a double submit: the first one is showing
+    frame = frames.change_frame(conversation, result.last_seq, result.last_seq, result.changes)
+    return HttpResponse(frame.html)
+
+
+BUSY = "The agent is still working on your previous message. Wait for it, or press Stop."
+
+
+def _refuse(
+    request: HttpRequest, conversation: Conversation, message: str, *, status: int
+) -> HttpResponse:
+    if request.htmx:
+        response = HttpResponse(message, status=status, content_type="text/plain")
+        return response
+    flash.error(request, message)
+    return redirect(conversation)
 
 
 @login_required
 @require_POST
 def stop_run(request: HttpRequest, conversation_id) -> HttpResponse:
     """The Stop button: the run ends as failed, "stopped by user" (SPEC §10)."""
-    from .agents import runner
-
     conversation = selectors.conversation_for_writer(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")
-    async_to_sync(runner.stop_run)(conversation.pk)
+    async_to_sync(agents.stop_run)(conversation.pk)
     if request.htmx:
         return HttpResponse(status=204)
+    return redirect(conversation)
+
+
+@login_required
+def showcase(request: HttpRequest) -> HttpResponse:
+    """A page with one button; pressing it plays the demo script that shows every rule."""
+    if request.method != "POST":
+        return render(request, "chatui/showcase.html")
+    conversation = services.create_conversation(owner=request.user, title="Showcase")
+    agents.start_showcase(conversation)
     return redirect(conversation)

@@ -7,6 +7,7 @@ app_name = "chatui"
 urlpatterns = [
     path("", views.conversation_list, name="conversation-list"),
     path("new/", views.new_conversation, name="new-conversation"),
+    path("showcase", views.showcase, name="showcase"),
     path("c/<uuid:conversation_id>/", views.conversation_page, name="conversation"),
     path("c/<uuid:conversation_id>/messages", views.send_message, name="send-message"),
     path("c/<uuid:conversation_id>/transcript", views.transcript_fragment, name="transcript"),

@@ -235,8 +235,32 @@
     }
   });
 
+  /* The composer follows the run: disabled while a run that takes no interjections
+   * is going (the server refuses such a message anyway, and says why). */
+  function syncComposer() {
+    var state = document.getElementById("run-state");
+    var form = document.getElementById("composer");
+    if (!state || !form) return;
+    var open = state.getAttribute("data-accepts-input") !== "false";
+    form.elements.content.disabled = !open;
+    form.querySelector("button[type=submit]").disabled = !open;
+  }
+  document.addEventListener("htmx:afterSettle", syncComposer);
+  document.addEventListener("htmx:wsAfterMessage", syncComposer);
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var form = event.detail.elt;
+    var note = document.getElementById("composer-error");
+    if (form && form.id === "composer" && note) {
+      note.textContent = event.detail.xhr.responseText || "The message could not be sent.";
+      note.hidden = false;
+    }
+  });
+
   document.addEventListener("htmx:afterRequest", function (event) {
     var form = event.detail.elt;
+    var note = document.getElementById("composer-error");
+    if (form && form.id === "composer" && event.detail.successful && note) note.hidden = true;
     if (form && form.id === "composer" && event.detail.successful) {
       form.reset();
       // A fresh idempotency token per message; a double submit reuses the old one.

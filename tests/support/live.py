@@ -50,6 +50,7 @@ class LiveServer:
             "DJANGO_SECRET_KEY": "e2e-tests-only",
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "PYTHONUNBUFFERED": "1",
+            "CHATUI_DEMO_DELAY": "0.05",  # visible streaming, quick tests
             **self.extra_env,
         }
 

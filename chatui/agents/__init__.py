@@ -1,0 +1,39 @@
+"""Agent runs and backends (SPEC §9): demo, openai, webhook.
+
+The composer view calls `start_run` / `stop_run`; `accepts_input` and
+`is_running` tell it whether the composer may send. See `runner` for how runs
+are driven and `base` for the protocol an agent implements.
+"""
+
+from .base import Agent, AgentError, RunContext, RunInProgress
+from .runner import (
+    AGENTS,
+    STOPPED_BY_USER,
+    accepts_input,
+    current_run_id,
+    get_agent,
+    is_running,
+    register_agent,
+    start_run,
+    start_showcase,
+    stop_run,
+    wait_for_run,
+)
+
+__all__ = [
+    "AGENTS",
+    "STOPPED_BY_USER",
+    "Agent",
+    "AgentError",
+    "RunContext",
+    "RunInProgress",
+    "accepts_input",
+    "current_run_id",
+    "get_agent",
+    "is_running",
+    "register_agent",
+    "start_run",
+    "start_showcase",
+    "stop_run",
+    "wait_for_run",
+]

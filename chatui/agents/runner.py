@@ -1,0 +1,498 @@
+"""Runs: one asyncio task per agent run, on the ASGI process's event loop.
+
+`start_run` is called from async code (the composer's async view, after it has
+ingested the user's message) and creates a task on the running loop. Called from
+sync code, it uses the loop that code was called from (a sync view under daphne
+runs in a thread of the server's loop), else the runner's own long-lived loop
+thread (a management command, the WSGI test client); `stop_run` and
+`wait_for_run` work from any loop. The task
+
+1. ingests `agent.status running` with the run id,
+2. awaits `agent.run(ctx)` — the agent reports everything through `ctx`, whose
+   only way out is `chatui.ingest.ingest`, run in a worker thread,
+3. ingests `completed` when the agent returns (unless the run already ended),
+   or `failed` with a readable `error_message` when it raised, crashed, or was
+   stopped (`stop_run`: "stopped by user").
+
+The task runs in a fresh `contextvars.Context`, so it does not inherit the
+request's thread-sensitive context (which ends with the request); all of a run's
+database work goes through one worker thread, in order. Events a cancelled run
+had already handed to that thread are committed before its `failed` status, and
+nothing follows it.
+
+State is per process: `is_running` knows the runs of this process only. A run
+left `running` in the database by a dead process can still be stopped: `stop_run`
+then ingests the `failed` status itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import SyncToAsync, sync_to_async
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import close_old_connections
+from django.utils.module_loading import import_string
+
+from ..ingest import ingest
+from ..models import Conversation, ConversationStatus, Message, Role, Run, ToolStatus
+from .base import Agent, AgentError, RunContext, RunInProgress, tool_failed_event
+
+logger = logging.getLogger(__name__)
+
+STOPPED_BY_USER = "stopped by user"
+STOP_TIMEOUT_SECONDS = 30
+
+# -- the agent registry ------------------------------------------------------------
+
+#: name -> dotted path of a zero-argument factory (a class) returning an Agent.
+AGENTS: dict[str, str | Callable[[], Agent]] = {
+    "demo": "chatui.agents.demo.DemoAgent",
+    "showcase": "chatui.agents.demo.ShowcaseAgent",
+    "openai": "chatui.agents.openai.OpenAIAgent",
+    "webhook": "chatui.agents.webhook.WebhookAgent",
+}
+
+
+def register_agent(name: str, factory: str | Callable[[], Agent]) -> None:
+    AGENTS[name] = factory
+
+
+def get_agent(name: str | None = None) -> Agent:
+    """The agent named `name`, by default `settings.CHATUI_AGENT` ("demo")."""
+    name = name or getattr(settings, "CHATUI_AGENT", "demo") or "demo"
+    factory = AGENTS.get(name)
+    if factory is None:
+        raise ImproperlyConfigured(
+            f"CHATUI_AGENT={name!r} is not a known agent; choose one of: {', '.join(AGENTS)}"
+        )
+    if isinstance(factory, str):
+        factory = import_string(factory)
+    return factory()
+
+
+# -- database access from async code -----------------------------------------------
+
+
+def _fresh(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `func` in the worker thread with a usable connection (the worker never
+    sees Django's request signals, which otherwise recycle connections)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def db(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`func` as a coroutine function, run by the thread-sensitive worker."""
+    return sync_to_async(_fresh(func), thread_sensitive=True)
+
+
+def _ingest(conversation: Conversation, events: list[dict[str, Any]]) -> Any:
+    return ingest(conversation, events)
+
+
+ingest_async = db(_ingest)
+
+
+def _closing_events(conversation_id: Any, run_id: str, reason: str) -> list[dict[str, Any]]:
+    """What a failing run must still say so nothing of it looks alive afterwards:
+    its half-streamed assistant messages are finalised with the text they have,
+    and its queued or running tools end as errors with `reason` (newest first,
+    so nested calls close before their parents)."""
+    events: list[dict[str, Any]] = [
+        {"type": "agent.step.completed", "message_id": message_id, "content": content}
+        for message_id, content in Message.objects.filter(
+            conversation_id=conversation_id, run_id=run_id, role=Role.ASSISTANT, is_final=False
+        ).values_list("message_id", "content")
+    ]
+    events += [
+        tool_failed_event(call_id, name, reason)
+        for call_id, name in Message.objects.filter(
+            conversation_id=conversation_id,
+            run_id=run_id,
+            role=Role.TOOL,
+            tool_status__in=[ToolStatus.QUEUED, ToolStatus.RUNNING],
+        )
+        .exclude(tool_call_id="")
+        .order_by("-position")
+        .values_list("tool_call_id", "tool_name")
+    ]
+    return events
+
+
+closing_events = db(_closing_events)
+
+
+def _run_status(conversation_id: Any, run_id: str) -> str | None:
+    return (
+        Run.objects.filter(conversation_id=conversation_id, run_id=run_id)
+        .values_list("status", flat=True)
+        .first()
+    )
+
+
+run_status = db(_run_status)
+
+
+# -- runs ------------------------------------------------------------------------------
+
+
+def new_run_id() -> str:
+    return "run_" + uuid.uuid4().hex[:16]
+
+
+@dataclass
+class RunSpec:
+    agent: Agent
+    user_text: str
+    run_id: str
+    #: Scripted runs (the showcase) post the user's message themselves.
+    post_user_message: bool = False
+
+
+@dataclass
+class _Handle:
+    conversation_id: str
+    agent: Agent
+    run_id: str
+    task: asyncio.Task | None = None
+    ctx: RunContext | None = None
+    stop_reason: str | None = None
+    #: The run's task has received the cancellation (see stop_run).
+    cancel_seen: bool = False
+    early_interjections: list[str] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.task is None or self.task.done()
+
+    def interject(self, text: str) -> None:
+        if self.ctx is not None:
+            self.ctx.interject(text)
+        else:
+            self.early_interjections.append(text)
+
+
+_RUNS: dict[str, _Handle] = {}
+# Strong references: the loop keeps only weak ones to tasks.
+_TASKS: set[asyncio.Task] = set()
+
+
+def _key(conversation_id: Any) -> str:
+    return str(conversation_id)
+
+
+def start_run(
+    conversation: Conversation,
+    user_text: str,
+    *,
+    run_id: str | None = None,
+    agent: Agent | None = None,
+) -> str:
+    """Start a run of `agent` (default: `get_agent()`) answering `user_text`.
+
+    Meant for async code in the ASGI process (the task goes on the running
+    loop); from sync code it uses the runner's own loop thread. Returns the run
+    id. If a run is going in this conversation and its agent accepts
+    interjections, the text is handed to that run and its id returned;
+    otherwise it raises `RunInProgress`.
+    """
+    spec = RunSpec(agent or get_agent(), user_text, run_id or new_run_id())
+    return _launch(conversation, [spec])
+
+
+SHOWCASE_OPENER = (
+    "Show me everything chatui can render.\n"
+    "This second line stays a second line, <b>this</b> stays text, and @everyone stays inert."
+)
+SHOWCASE_FAILURE_PROMPT = "And what does a failed run look like?"
+
+
+def start_showcase(
+    conversation: Conversation, *, run_id: str | None = None, delay: float | None = None
+) -> str:
+    """The `/showcase` entry point: two scripted runs in `conversation` that
+    together exercise every render rule of SPEC §4 — the first completes, the
+    second fails (S2). Each posts its own user message. Returns the first run id."""
+    from .demo import ShowcaseAgent
+
+    first = run_id or new_run_id()
+    return _launch(
+        conversation,
+        [
+            RunSpec(ShowcaseAgent(delay=delay), SHOWCASE_OPENER, first, post_user_message=True),
+            RunSpec(
+                ShowcaseAgent(delay=delay, part="failure"),
+                SHOWCASE_FAILURE_PROMPT,
+                f"{first}-2",
+                post_user_message=True,
+            ),
+        ],
+    )
+
+
+_background: asyncio.AbstractEventLoop | None = None
+_background_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """A long-lived loop in a daemon thread, for runs started from sync code."""
+    global _background
+    with _background_lock:
+        if _background is None or _background.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="chatui-agents", daemon=True).start()
+            _background = loop
+        return _background
+
+
+def _caller_main_loop() -> asyncio.AbstractEventLoop | None:
+    """The running loop whose `sync_to_async` called this thread, as asgiref's
+    `async_to_sync` finds it; None outside such a thread."""
+    threadlocal = SyncToAsync.threadlocal
+    if getattr(threadlocal, "main_event_loop_pid", None) != os.getpid():
+        return None
+    loop = getattr(threadlocal, "main_event_loop", None)
+    return loop if loop is not None and loop.is_running() else None
+
+
+async def _launch_here(conversation: Conversation, specs: list[RunSpec]) -> str:
+    return _launch(conversation, specs)
+
+
+async def _on_loop_of(task: asyncio.Task, coroutine_function, *args: Any) -> Any:
+    """Run `coroutine_function(*args)` on the loop that owns `task`."""
+    loop = task.get_loop()
+    if loop is asyncio.get_running_loop():
+        return await coroutine_function(*args)
+    future = asyncio.run_coroutine_threadsafe(coroutine_function(*args), loop)
+    return await asyncio.wrap_future(future)
+
+
+def _launch(conversation: Conversation, specs: list[RunSpec]) -> str:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        # Called from sync code. A sync view under daphne runs in a thread of the
+        # server's loop: the run goes there, where the in-memory channel layer's
+        # consumers live (`frames` broadcasts on the loop that runs the ingest).
+        # Otherwise (a command, the WSGI test client) the runner's own loop.
+        target = _caller_main_loop() or _background_loop()
+        future = asyncio.run_coroutine_threadsafe(_launch_here(conversation, specs), target)
+        return future.result(timeout=30)
+    key = _key(conversation.pk)
+    current = _RUNS.get(key)
+    if current is not None and not current.done:
+        simple = len(specs) == 1 and not specs[0].post_user_message
+        if simple and current.agent.accepts_interjections and current.stop_reason is None:
+            current.interject(specs[0].user_text)
+            return current.run_id
+        raise RunInProgress(current.run_id)
+    handle = _Handle(key, specs[0].agent, specs[0].run_id)
+    # A fresh context: the task must not inherit the request's contextvars.
+    task = loop.create_task(
+        _drive_all(conversation, handle, specs),
+        name=f"chatui-run-{specs[0].run_id}",
+        context=contextvars.Context(),
+    )
+    handle.task = task
+    _RUNS[key] = handle
+    _TASKS.add(task)
+    task.add_done_callback(functools.partial(_forget, handle))
+    return specs[0].run_id
+
+
+def _forget(handle: _Handle, task: asyncio.Task) -> None:
+    _TASKS.discard(task)
+    if _RUNS.get(handle.conversation_id) is handle:
+        del _RUNS[handle.conversation_id]
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("run task %s ended with an error", handle.run_id, exc_info=task.exception())
+
+
+async def _drive_all(conversation: Conversation, handle: _Handle, specs: list[RunSpec]) -> None:
+    """Drive the runs in order; stop at the first that does not complete. Messages
+    sent during a run that the agent never took (they came too late) are answered
+    by a follow-up run, `{run_id}-f{n}`, once the run has completed."""
+    queue = list(specs)
+    follow_ups = 0
+    while queue:
+        spec = queue.pop(0)
+        handle.agent, handle.run_id = spec.agent, spec.run_id
+        completed = await _drive(conversation, handle, spec)
+        leftover = handle.ctx.take_interjections() if handle.ctx else []
+        if not completed:
+            if leftover:
+                logger.info("run %s ended; dropping %s late messages", spec.run_id, len(leftover))
+            return
+        if leftover and not queue:
+            follow_ups += 1
+            base = specs[0].run_id
+            queue.append(RunSpec(spec.agent, "\n\n".join(leftover), f"{base}-f{follow_ups}"))
+
+
+async def _drive(conversation: Conversation, handle: _Handle, spec: RunSpec) -> bool:
+    """One run, start to end. True when it completed."""
+    ctx = RunContext(
+        conversation,
+        spec.run_id,
+        spec.user_text,
+        sink=functools.partial(ingest_async, conversation),
+        delay=float(getattr(spec.agent, "delay", 0.0) or 0.0),
+    )
+    handle.ctx = ctx
+    for text in handle.early_interjections:
+        ctx.interject(text)
+    handle.early_interjections.clear()
+    name = getattr(spec.agent, "name", type(spec.agent).__name__)
+    try:
+        if spec.post_user_message:
+            await ctx.user_message(spec.user_text)
+        await ctx.running()
+        await spec.agent.run(ctx)
+        if not ctx.ended:
+            await ctx.complete()
+        return ctx.end_status == "completed"
+    except asyncio.CancelledError:
+        handle.cancel_seen = True
+        await _end_failed(ctx, handle.stop_reason or "the run was cancelled (server stopping?)")
+        if handle.stop_reason is None:
+            raise  # not ours: let the loop's shutdown proceed
+        return False
+    except AgentError as problem:
+        logger.info("run %s of agent %s failed: %s", spec.run_id, name, problem)
+        await _end_failed(ctx, str(problem) or "the agent failed")
+        return False
+    except Exception as problem:
+        logger.exception("agent %s crashed in run %s", name, spec.run_id)
+        await _end_failed(ctx, f"The agent crashed: {type(problem).__name__}: {problem}")
+        return False
+
+
+async def _end_failed(ctx: RunContext, message: str) -> None:
+    """Ingest `failed` unless the run has already ended (its end event may have
+    been in flight when the run was cancelled, or a remote runtime ended it).
+    What the run left open is closed first (`_closing_events`)."""
+    if ctx.ended:
+        return
+    try:
+        status = await run_status(ctx.conversation_id, ctx.run_id)
+        if status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED):
+            ctx.mark_ended(status)
+            return
+        closing = await closing_events(ctx.conversation_id, ctx.run_id, message)
+        if closing:
+            await ctx.emit(*closing)
+        await ctx.fail(message)
+    except Exception:
+        logger.exception("could not record the end of run %s", ctx.run_id)
+
+
+async def stop_run(conversation_id: Any, reason: str = STOPPED_BY_USER) -> str | None:
+    """Stop the conversation's run: cancel its task and ingest `agent.status
+    failed` with `reason` as error_message. Returns the stopped run's id, or None
+    when nothing was running. A run that is `running` in the database with no
+    task in this process (a webhook runtime's, or one orphaned by a restart) is
+    marked failed the same way."""
+    handle = _RUNS.get(_key(conversation_id))
+    if handle is not None and not handle.done:
+        return await _on_loop_of(handle.task, _stop_task, handle, reason)
+    return await db(_fail_orphaned_run)(conversation_id, reason)
+
+
+async def _stop_task(handle: _Handle, reason: str) -> str:
+    """Cancel the run's task (on its own loop) and wait until it has ended."""
+    if handle.stop_reason is None:
+        handle.stop_reason = reason
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STOP_TIMEOUT_SECONDS
+    while not handle.done and loop.time() < deadline:
+        # Cancel again until the run has seen it: a library may swallow one.
+        if not handle.cancel_seen:
+            handle.task.cancel()
+        # asyncio.wait never cancels the task, even if this caller is cancelled.
+        await asyncio.wait({handle.task}, timeout=0.5)
+    return handle.run_id
+
+
+def _fail_orphaned_run(conversation_id: Any, reason: str) -> str | None:
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    run = Run.objects.filter(conversation=conversation).last()
+    if run is None or run.status != ConversationStatus.RUNNING:
+        return None
+    closing = _closing_events(conversation.pk, run.run_id, reason)
+    closing.append({"type": "agent.status", "status": "failed", "error_message": reason})
+    ingest(
+        conversation,
+        [
+            {**event, "run_id": run.run_id, "event_id": f"{run.run_id}.stop.{number}"}
+            for number, event in enumerate(closing, start=1)
+        ],
+    )
+    return run.run_id
+
+
+def is_running(conversation_id: Any) -> bool:
+    """Is a run of this process going in the conversation?"""
+    handle = _RUNS.get(_key(conversation_id))
+    return handle is not None and not handle.done
+
+
+def current_run_id(conversation_id: Any) -> str | None:
+    handle = _RUNS.get(_key(conversation_id))
+    return handle.run_id if handle is not None and not handle.done else None
+
+
+def accepts_input(conversation_id: Any) -> bool:
+    """May the composer send now? Yes when idle, or when the running agent
+    accepts interjections. The view checks this before ingesting the message."""
+    handle = _RUNS.get(_key(conversation_id))
+    if handle is None or handle.done:
+        return True
+    return bool(handle.agent.accepts_interjections) and handle.stop_reason is None
+
+
+async def wait_for_run(conversation_id: Any, timeout: float | None = None) -> bool:
+    """Wait until the conversation's current run task ends. True if it did."""
+    handle = _RUNS.get(_key(conversation_id))
+    if handle is None or handle.task is None:
+        return True
+    return await _on_loop_of(handle.task, _wait_task, handle.task, timeout)
+
+
+async def _wait_task(task: asyncio.Task, timeout: float | None) -> bool:
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    return bool(done)
+
+
+__all__ = [
+    "AGENTS",
+    "STOPPED_BY_USER",
+    "AgentError",
+    "RunInProgress",
+    "accepts_input",
+    "current_run_id",
+    "get_agent",
+    "is_running",
+    "register_agent",
+    "start_run",
+    "start_showcase",
+    "stop_run",
+    "wait_for_run",
+]
