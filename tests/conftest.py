@@ -88,3 +88,9 @@ def chatui_server(tmp_path_factory):
 def fast_password_hashing(settings):
     """Full-strength hashing costs ~0.3 s per user; tests do not need it."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last: they are the slowest, and Playwright's sync API keeps an
+    event loop running in the main thread, which asyncio.run() elsewhere refuses."""
+    items.sort(key=lambda item: "tests/browser/" in str(item.path))
