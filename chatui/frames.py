@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 TEMPLATE = "chatui/_transcript.html"
 # A reconnecting page that missed more than this many events gets one full swap.
 REPLAY_LIMIT = 500
+# Past this many changed messages one transcript render is cheaper than many slices.
+PIECEMEAL_LIMIT = 40
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def change_frame(
     """The partials `changes` touched. Rows are read as they are now, possibly newer
     than `last_seq`: swaps are idempotent, so a later frame re-applying is harmless,
     while claiming seqs this frame does not cover would lose them."""
-    if changes.full_refresh:
+    if changes.full_refresh or len(changes.changed) > PIECEMEAL_LIMIT:
         return full_frame(conversation, first_seq)
     parts = [marker(first_seq, last_seq)]
     parts += [_delete(f"m-{pk}") for pk in changes.removed]

@@ -88,8 +88,10 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
         ]
         Event.objects.bulk_create(rows)
         projector = Projector(locked)
+        projector.prefetch(rows)
         for row in rows:
             projector.apply(row)
+        projector.flush()
         if rows:
             locked.last_seq = rows[-1].seq
             locked.save(update_fields=["last_seq", "status", "title", "updated_at"])
@@ -158,9 +160,12 @@ def reproject(conversation: Conversation) -> ChangeSet:
         Message.objects.filter(conversation=locked).delete()
         Run.objects.filter(conversation=locked).delete()
         locked.status = "idle"
-        projector = Projector(locked)
-        for event in Event.objects.filter(conversation=locked).order_by("seq").iterator():
+        projector = Projector(locked, empty=True)
+        events = list(Event.objects.filter(conversation=locked).order_by("seq"))
+        projector.prefetch(events)
+        for event in events:
             projector.apply(event)
+        projector.flush()
         projector.changes.conversation_changed = True
         projector.changes.full_refresh = True
         locked.save(update_fields=["status", "title", "updated_at"])
