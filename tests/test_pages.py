@@ -1,8 +1,17 @@
-"""Pages: login required, own conversations only, the transcript rendered server-side."""
+"""Pages: login required, one's own conversations only, search, the windowed transcript."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
+from chatui import agents, selectors
 from chatui.ingest import ingest
+from chatui.models import Conversation
 from tests.conftest import load_fixture
 
 
@@ -14,4 +23,190 @@ def test_conversation_page_renders_the_recorded_run(client, user, conversation):
     html = response.content.decode()
     assert 'id="transcript"' in html
     assert 'data-last-seq="21"' in html
-    assert "data-tool-batch" in html
+    assert html.count("data-tool-batch") == 1
+    assert 'ws-connect="/ws/conversations/' in html
+
+
+def test_pages_need_login(client, conversation):
+    for path in ("/", conversation.get_absolute_url(), "/showcase"):
+        response = client.get(path)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/")
+
+
+def test_sec5_a_user_sees_only_their_own_conversations(client, user, other_user, conversation):
+    theirs = Conversation.objects.create(owner=other_user, title="their secret plans")
+    client.force_login(user)
+    listing = client.get("/").content.decode()
+    assert "Test" in listing and "their secret plans" not in listing
+    assert client.get(theirs.get_absolute_url()).status_code == 404
+    assert client.get(f"/c/{theirs.pk}/transcript").status_code == 404
+    response = client.post(f"/c/{theirs.pk}/messages", {"content": "hi"})
+    assert response.status_code == 404
+    assert not theirs.messages.exists()
+
+
+def test_view_permission_lets_an_auditor_read_but_not_post(client, user, other_user):
+    theirs = Conversation.objects.create(owner=other_user, title="audited")
+    ingest(theirs, {"type": "user.message", "content": "visible to auditors"})
+    user.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    client.force_login(user)
+    page = client.get(theirs.get_absolute_url()).content.decode()
+    assert "visible to auditors" in page
+    assert 'id="composer"' not in page
+
+
+def test_list_is_newest_first_with_running_and_failed_badges(client, user):
+    for title, status in [("old", "completed"), ("busy", "running"), ("broken", "failed")]:
+        conversation = Conversation.objects.create(owner=user, title=title)
+        event = {"type": "agent.status", "status": status, "run_id": "r1"}
+        ingest(
+            conversation,
+            [{"type": "agent.status", "status": "running", "run_id": "r1"}, event]
+            if status != "running"
+            else [event],
+        )
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    titles = re.findall(r'<span class="title">([^<]+)</span>', html)
+    assert titles == ["broken", "busy", "old"]
+    assert 'badge--running" data-status-badge>Running' in html
+    assert 'badge--failed" data-status-badge>Failed' in html
+    assert "badge--completed" not in html
+
+
+def test_search_across_own_transcripts(client, user, other_user):
+    mine = Conversation.objects.create(owner=user, title="alpha")
+    ingest(
+        mine,
+        [
+            {"type": "user.message", "content": "where is the kraken?"},
+            {
+                "type": "agent.tool.completed",
+                "tool_call_id": "c",
+                "tool_name": "sonar",
+                "result": "deep",
+            },
+        ],
+    )
+    Conversation.objects.create(owner=user, title="beta")
+    theirs = Conversation.objects.create(owner=other_user, title="gamma")
+    ingest(theirs, {"type": "user.message", "content": "kraken sighting"})
+    client.force_login(user)
+    for query in ("kraken", "SONAR", "alpha"):
+        html = client.get("/", {"q": query}).content.decode()
+        assert re.findall(r'<span class="title">([^<]+)</span>', html) == ["alpha"]
+    assert "Nothing in your transcripts matches" in client.get("/", {"q": "zzz"}).content.decode()
+
+
+def test_new_conversation_button(client, user):
+    client.force_login(user)
+    response = client.post("/new/")
+    created = Conversation.objects.get(owner=user)
+    assert response["Location"] == created.get_absolute_url()
+
+
+def test_long_transcript_opens_with_the_latest_200_and_loads_earlier(client, user):
+    conversation = Conversation.objects.create(owner=user, title="long")
+    ingest(conversation, [{"type": "user.message", "content": f"message {n}"} for n in range(5000)])
+    client.force_login(user)
+    html = client.get(conversation.get_absolute_url()).content.decode()
+    assert html.count('data-role="user"') == 200
+    assert "message 4999" in html and "message 4799" not in html
+    before = re.search(r"earlier\?before=(\d+)", html).group(1)
+    earlier = client.get(f"/c/{conversation.pk}/earlier", {"before": before}).content.decode()
+    assert earlier.count('data-role="user"') == 200
+    assert "message 4799" in earlier and "message 4800" not in earlier
+    assert 'id="load-earlier"' in earlier and 'hx-swap-oob="true"' in earlier
+
+
+def test_window_never_cuts_a_tool_batch_in_two(user):
+    conversation = Conversation.objects.create(owner=user)
+    ingest(
+        conversation,
+        [{"type": "user.message", "content": "go"}]
+        + [
+            {
+                "type": "agent.tool.completed",
+                "tool_call_id": f"c{n}",
+                "tool_name": "t",
+                "result": "x",
+            }
+            for n in range(30)
+        ],
+    )
+    window, has_earlier = selectors.transcript_window(conversation, limit=10)
+    assert [m.role for m in window][0] == "user"
+    assert len(window) == 31 and not has_earlier
+
+
+def finish_run(conversation) -> None:
+    assert async_to_sync(agents.wait_for_run)(conversation.pk, timeout=20)
+    conversation.refresh_from_db()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_composer_without_javascript_posts_redirects_and_runs_the_agent(client, settings):
+    settings.CHATUI_DEMO_DELAY = 0
+    user = get_user_model().objects.create_user("composer")
+    conversation = Conversation.objects.create(owner=user)
+    client.force_login(user)
+    response = client.post(
+        f"/c/{conversation.pk}/messages", {"content": "calculate 6*7", "client_token": "abc"}
+    )
+    assert response.status_code == 302
+    finish_run(conversation)
+    assert conversation.messages.filter(role="user", content="calculate 6*7").count() == 1
+    assert conversation.status == "completed"
+    assert conversation.messages.filter(role="tool", tool_name="calculate").exists()
+    assert "42" in conversation.messages.filter(role="assistant").last().content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_l4_double_submit_of_one_composer_form_is_one_message(client, settings):
+    settings.CHATUI_DEMO_DELAY = 0
+    user = get_user_model().objects.create_user("double")
+    conversation = Conversation.objects.create(owner=user)
+    client.force_login(user)
+    answers = [
+        client.post(
+            f"/c/{conversation.pk}/messages",
+            {"content": "once", "client_token": "t1"},
+            headers={"HX-Request": "true"},
+        )
+        for _ in range(2)
+    ]
+    assert answers[0].content.decode().startswith("<!--seq 1 1-->")
+    assert answers[1].status_code == 204
+    finish_run(conversation)
+    assert conversation.messages.filter(role="user").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_message_refused_while_a_run_without_interjections_is_going(client, settings):
+    settings.CHATUI_DEMO_DELAY = 0.5
+    user = get_user_model().objects.create_user("busy")
+    conversation = Conversation.objects.create(owner=user)
+    client.force_login(user)
+    agents.start_showcase(conversation)  # the showcase takes no interjections
+    response = client.post(
+        f"/c/{conversation.pk}/messages", {"content": "hey"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 409
+    assert "still working" in response.content.decode()
+    assert not conversation.messages.filter(content="hey").exists()
+    stop = client.post(f"/c/{conversation.pk}/stop", headers={"HX-Request": "true"})
+    assert stop.status_code == 204
+    finish_run(conversation)
+    assert conversation.status == "failed"
+    assert conversation.messages.filter(status_type="error", content="stopped by user").exists()
+
+
+def test_empty_composer_message_is_refused_clearly(client, user, conversation):
+    client.force_login(user)
+    response = client.post(
+        f"/c/{conversation.pk}/messages", {"content": "   "}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 400
+    assert response.content.decode() == "Write a message first."
+    assert not conversation.messages.exists()
