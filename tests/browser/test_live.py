@@ -11,8 +11,13 @@ from tests.support.showcase import showcase_events
 
 
 def started(call_id: str, name: str = "run_cmd", **extra) -> dict:
-    return {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": name,
-            "run_id": "live", **extra}
+    return {
+        "type": "agent.tool.started",
+        "tool_call_id": call_id,
+        "tool_name": name,
+        "run_id": "live",
+        **extra,
+    }
 
 
 def completed(call_id: str, **extra) -> dict:
@@ -22,10 +27,13 @@ def completed(call_id: str, **extra) -> dict:
 @pytest.fixture
 def live_page(chatui_server, open_page):
     conversation_id = chatui_server.new_conversation("live")
-    chatui_server.post_events(conversation_id, [
-        {"type": "user.message", "content": "go", "run_id": "live"},
-        {"type": "agent.status", "status": "running", "run_id": "live"},
-    ])
+    chatui_server.post_events(
+        conversation_id,
+        [
+            {"type": "user.message", "content": "go", "run_id": "live"},
+            {"type": "agent.status", "status": "running", "run_id": "live"},
+        ],
+    )
     page, watch = open_page(f"/c/{conversation_id}/")
     page.wait_for_function("() => document.querySelector('#transcript[data-last-seq=\"2\"]')")
     wait_connected(page)
@@ -77,12 +85,18 @@ def test_streamed_assistant_text_appears_as_it_streams(chatui_server, live_page)
     text = ""
     for chunk in ["Streaming ", "one ", "chunk ", "at a time."]:
         text += chunk
-        post(chatui_server, conversation_id,
-             {"type": "agent.message.delta", "message_id": "s1", "delta": chunk})
+        post(
+            chatui_server,
+            conversation_id,
+            {"type": "agent.message.delta", "message_id": "s1", "delta": chunk},
+        )
         expect(message).to_contain_text(text.strip(), timeout=5000)
     assert message.get_attribute("data-streaming") == ""
-    post(chatui_server, conversation_id, {"type": "agent.step.completed", "message_id": "s1",
-                                          "content": "Streaming **done**."})
+    post(
+        chatui_server,
+        conversation_id,
+        {"type": "agent.step.completed", "message_id": "s1", "content": "Streaming **done**."},
+    )
     expect(message.locator("strong")).to_have_text("done", timeout=5000)
     assert message.get_attribute("data-streaming") is None
 
@@ -91,11 +105,11 @@ def test_two_tabs_stay_in_sync(chatui_server, live_page, open_page):
     page, conversation_id = live_page
     other, _ = open_page(f"/c/{conversation_id}/")
     wait_connected(other)
-    post(chatui_server, conversation_id, started("s1"), completed("s1", result="ok"),
-         started("s2"))
+    post(chatui_server, conversation_id, started("s1"), completed("s1", result="ok"), started("s2"))
     for tab in (page, other):
         expect(tab.locator('[data-tool-call-id="s2"]')).to_have_attribute(
-            "data-status", "running", timeout=5000)
+            "data-status", "running", timeout=5000
+        )
     assert normalised(page) == normalised(other)
 
 
@@ -110,20 +124,27 @@ def normalised(page) -> str:
     return html.strip()
 
 
-def test_l3_server_killed_mid_run_page_ends_with_every_event_once(
+def test_l3_rel4_server_killed_mid_run_page_ends_with_every_event_once(
     chatui_server, live_page, open_page
 ):
     page, conversation_id = live_page
     post(chatui_server, conversation_id, started("k1"), completed("k1", result="before"))
     expect(page.locator('[data-tool-call-id="k1"]')).to_have_attribute(
-        "data-status", "success", timeout=5000)
+        "data-status", "success", timeout=5000
+    )
     chatui_server.kill()
     chatui_server.start()
     # Posted while the page is still disconnected (it reconnects with backoff).
-    post(chatui_server, conversation_id, started("k2"), completed("k2", result="during"),
-         {"type": "agent.message.delta", "message_id": "k-text", "delta": "after restart"})
+    post(
+        chatui_server,
+        conversation_id,
+        started("k2"),
+        completed("k2", result="during"),
+        {"type": "agent.message.delta", "message_id": "k-text", "delta": "after restart"},
+    )
     expect(page.locator('[data-tool-call-id="k2"]')).to_have_attribute(
-        "data-status", "success", timeout=20000)
+        "data-status", "success", timeout=20000
+    )
     post(chatui_server, conversation_id, started("k3"))
     expect(page.locator('[data-tool-call-id="k3"]')).to_be_attached(timeout=10000)
     for call in ("k1", "k2", "k3"):
@@ -142,12 +163,13 @@ def test_s3_live_dom_equals_fresh_load_after_completed(chatui_server, open_page)
     wait_connected(page)
     events = [e for e in showcase_events() if e["run_id"] != "run-3"]  # ends completed/failed
     for start in range(0, len(events), 3):  # posted in small bursts, like a runtime
-        post(chatui_server, conversation_id, *events[start:start + 3])
+        post(chatui_server, conversation_id, *events[start : start + 3])
     expect(page.locator("[data-run-error]")).to_be_attached(timeout=10000)
     with chatui_server.api() as api:
         last_seq = api.get(f"/conversations/{conversation_id}").json()["last_seq"]
-    expect(page.locator("#transcript")).to_have_attribute("data-last-seq", str(last_seq),
-                                                          timeout=10000)
+    expect(page.locator("#transcript")).to_have_attribute(
+        "data-last-seq", str(last_seq), timeout=10000
+    )
     fresh, _ = open_page(f"/c/{conversation_id}/")
     assert normalised(page) == normalised(fresh)
     assert watch.page_errors == []
