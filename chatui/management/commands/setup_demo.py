@@ -1,14 +1,18 @@
+from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from chatui import agents, services
 from chatui.models import Conversation
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"
+FIRST_QUESTION = "What can you do? List the files in notes, then read notes/todo.txt."
 
 
 class Command(BaseCommand):
-    help = "Create the demo user (and a first conversation) if missing, and print the login."
+    help = "Create the demo user and a first conversation with the demo agent, print the login."
 
     def handle(self, *args, **options):
         users = get_user_model()
@@ -16,8 +20,18 @@ class Command(BaseCommand):
         if user is None:
             user = users.objects.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
         if not Conversation.objects.filter(owner=user).exists():
-            Conversation.objects.create(owner=user, title="Welcome to chatui")
+            self._first_conversation(user)
         self.stdout.write(
             "\n  chatui is starting on http://127.0.0.1:8000/\n"
             f"  log in as  {DEMO_USERNAME} / {DEMO_PASSWORD}\n"
         )
+
+    def _first_conversation(self, user) -> None:
+        """A real run of the demo agent, so the first page already shows tool cards."""
+        from chatui.ingest import ingest
+
+        conversation = services.create_conversation(owner=user)
+        ingest(conversation, {"type": "user.message", "content": FIRST_QUESTION})
+        settings.CHATUI_DEMO_DELAY = 0  # no need to pace a run nobody is watching
+        agents.start_run(conversation, FIRST_QUESTION, agent=agents.get_agent("demo"))
+        async_to_sync(agents.wait_for_run)(conversation.pk, timeout=30)
