@@ -173,3 +173,47 @@ def test_s3_live_dom_equals_fresh_load_after_completed(chatui_server, open_page)
     fresh, _ = open_page(f"/c/{conversation_id}/")
     assert normalised(page) == normalised(fresh)
     assert watch.page_errors == []
+
+
+def test_autoscroll_follows_only_at_the_bottom_else_new_activity_button(chatui_server, open_page):
+    conversation_id = chatui_server.new_conversation("scroll")
+    chatui_server.post_events(
+        conversation_id, [{"type": "user.message", "content": f"line {n}\n" * 5} for n in range(30)]
+    )
+    page, _ = open_page(f"/c/{conversation_id}/", height=600)
+    wait_connected(page)
+    at_bottom = (
+        "() => { const s = document.scrollingElement;"
+        " return s.scrollHeight - s.scrollTop - s.clientHeight < 80; }"
+    )
+    page.wait_for_function(at_bottom)
+    post(chatui_server, conversation_id, started("a1"))
+    expect(page.locator('[data-tool-call-id="a1"]')).to_be_attached(timeout=5000)
+    page.wait_for_function(at_bottom)  # followed the new card
+    button = page.locator("#new-activity")
+    assert button.is_hidden()
+    page.evaluate("window.scrollTo(0, 0)")
+    post(chatui_server, conversation_id, started("a2"))
+    expect(page.locator('[data-tool-call-id="a2"]')).to_be_attached(timeout=5000)
+    expect(button).to_be_visible()
+    assert page.evaluate("document.scrollingElement.scrollTop") == 0  # the reader stayed put
+    button.click()
+    page.wait_for_function(at_bottom)
+    expect(button).to_be_hidden()
+
+
+def test_composer_shift_enter_breaks_the_line_enter_sends(chatui_server, open_page):
+    conversation_id = chatui_server.new_conversation("keys")
+    page, _ = open_page(f"/c/{conversation_id}/")
+    wait_connected(page)
+    box = page.locator("form#composer textarea[name=content]")
+    box.type("first line")
+    box.press("Shift+Enter")
+    box.type("calculate 1+1")
+    assert box.input_value() == "first line\ncalculate 1+1"
+    assert page.locator("#transcript [data-role=user]").count() == 0
+    box.press("Enter")
+    expect(page.locator("#transcript [data-role=user]")).to_have_count(1, timeout=3000)
+    assert page.locator("#transcript [data-role=user] .bubble").inner_text() == (
+        "first line\ncalculate 1+1"
+    )
