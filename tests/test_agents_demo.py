@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 
 from chatui.agents import start_run, start_showcase, wait_for_run
 from chatui.agents.base import RunContext, chunk_words
-from chatui.agents.demo import KEYWORDS, DemoAgent, help_text, humanise
+from chatui.agents.demo import KEYWORDS, DemoAgent, help_text
 from chatui.agents.runner import SHOWCASE_OPENER
 from chatui.agents.tools import (
     SANDBOX_DIR,
@@ -29,6 +29,7 @@ from chatui.agents.tools import (
     safe_eval,
 )
 from chatui.models import Conversation, Event, Message, Run
+from chatui.presenters import humanise_tool_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -159,7 +160,7 @@ def check_progress_output_and_stable_title(everything):
     conversation, _ = everything
     image = next(m for m in tools(conversation) if m.tool_name == "image_generation")
     assert image.content == "SUCCESS: Generated 1 image"  # G11 real output
-    assert humanise(image.tool_name) == "Image Generation"  # G10
+    assert humanise_tool_name(image.tool_name) == "Image Generation"  # G10
     progress = [
         e.payload
         for e in events(conversation)

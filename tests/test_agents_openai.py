@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from chatui.agents import start_run, wait_for_run
 from chatui.agents.openai import OpenAIAgent
 from chatui.ingest import ingest
 from chatui.models import Event, Message, Run
+from tests.support.live import free_port as closed_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -109,12 +109,6 @@ def fake_openai(reply: Callable[[dict], Reply]) -> Iterator[FakeOpenAI]:
         server.released.set()
         server.shutdown()
         server.server_close()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def ask(conversation, text: str, agent: OpenAIAgent) -> str:

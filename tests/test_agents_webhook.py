@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 import uuid
@@ -24,6 +23,7 @@ from django.test import Client
 from chatui.agents import accepts_input, is_running, start_run, stop_run, wait_for_run
 from chatui.agents.webhook import WebhookAgent, backoff_delay, events_url
 from chatui.models import ApiToken, Event, Message, Run
+from tests.support.live import free_port as closed_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,12 +101,6 @@ def runtime(user, **options) -> Iterator[Runtime]:
         server.go.set()
         server.shutdown()
         server.server_close()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def agent_for(url: str, **options) -> WebhookAgent:

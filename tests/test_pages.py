@@ -136,7 +136,7 @@ def test_window_never_cuts_a_tool_batch_in_two(user):
         ],
     )
     window, has_earlier = selectors.transcript_window(conversation, limit=10)
-    assert [m.role for m in window][0] == "user"
+    assert window[0].role == "user"
     assert len(window) == 31 and not has_earlier
 
 

@@ -17,6 +17,7 @@ import json
 import re
 import time
 
+from ..presenters import humanise_tool_name
 from .base import AgentError, RunContext, demo_delay, estimate_tokens
 from .tools import Planned, Sandbox, Toolbox, ToolOutcome, first_line, plan_tools
 
@@ -47,11 +48,6 @@ KEYWORDS: list[tuple[str, str, str]] = [
     ),
     ("fail, broken", "a tool that errors (a missing file)", "make a tool fail"),
 ]
-
-
-def humanise(name: str) -> str:
-    """`image_generation` → "Image Generation" (the G10 title rule)."""
-    return " ".join(part.capitalize() for part in re.split(r"[_\-\s]+", name) if part)
 
 
 def _wants(text: str, *words: str) -> bool:
@@ -154,9 +150,13 @@ def compose_answer(outcomes: list[ToolOutcome], notes: list[str] | None = None) 
             else ""
         )
         if outcome.ok:
-            lines.append(f"- **{humanise(call.name)}**{shown_arg}{retried}: {_gist(outcome)}")
+            lines.append(
+                f"- **{humanise_tool_name(call.name)}**{shown_arg}{retried}: {_gist(outcome)}"
+            )
         else:
-            lines.append(f"- **{humanise(call.name)}**{shown_arg} failed: {outcome.error}")
+            lines.append(
+                f"- **{humanise_tool_name(call.name)}**{shown_arg} failed: {outcome.error}"
+            )
     if notes:
         lines += ["", "You also said, while I was working:"]
         lines += [f"> {first_line(note, 200)}" for note in notes]

@@ -29,7 +29,8 @@ def test_l4_composer_message_appears_once_and_demo_tools_stream_live(chatui_serv
     user_messages = page.locator("#transcript [data-role=user]")
     expect(user_messages).to_have_count(1, timeout=2000)  # at once…
     expect(page.locator("#run-state")).to_have_attribute(
-        "data-conversation-status", "completed", timeout=20000)
+        "data-conversation-status", "completed", timeout=20000
+    )
     expect(user_messages).to_have_count(1)  # …and only once
     assert "then read notes/todo.txt" in user_messages.inner_text()
     assert composer.input_value() == ""
@@ -50,8 +51,12 @@ def test_composer_works_without_javascript(chatui_server, browser, auth_state):
     page.fill("form#composer textarea[name=content]", "calculate (2+3)*4")
     page.click("form#composer button[type=submit]")
     page.wait_for_url(f"{chatui_server.url}/c/{conversation_id}/")
-    assert page.locator("#transcript [data-role=user]").inner_text().strip().startswith(
-        "calculate (2+3)*4")
+    assert (
+        page.locator("#transcript [data-role=user]")
+        .inner_text()
+        .strip()
+        .startswith("calculate (2+3)*4")
+    )
     context.close()
 
 
@@ -62,7 +67,8 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
     page.wait_for_function("() => window.__chatuiSocketOpen === true", timeout=10000)
     expect(page.locator("[data-run-error]")).to_be_attached(timeout=60000)  # S2, run 2
     expect(page.locator("#run-state")).to_have_attribute(
-        "data-conversation-status", "failed", timeout=30000)
+        "data-conversation-status", "failed", timeout=30000
+    )
     hooks = {
         "R1 user": "[data-role=user]",
         "R2 markdown": "[data-role=assistant] .markdown table, [data-role=assistant] pre",
@@ -84,8 +90,11 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
         "S1 meta line": "[data-meta-line]",
         "S2 banner": "[data-run-error]",
     }
-    missing = [rule for rule, selector in hooks.items()
-               if page.locator(f"#transcript :is({selector})").count() == 0]
+    missing = [
+        rule
+        for rule, selector in hooks.items()
+        if page.locator(f"#transcript :is({selector})").count() == 0
+    ]
     assert missing == []
     text = page.text_content("#transcript")
     assert "@\u200b" in text  # T1
