@@ -93,6 +93,7 @@ def change_frame(
 def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
     parts: list[str] = []
     done_batches: set[str] = set()
+    done_messages: set[int] = set()
     messages = Message.objects.filter(pk__in=list(changed_pks)).order_by("position")
     for message in messages:
         if message.role == Role.TOOL:
@@ -103,11 +104,40 @@ def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
             is_new = all(pk in created for pk in _entry_pks(batch))
             parts.append(_render_item(batch, append=is_new))
             continue
+        if message.role == Role.ASSISTANT:
+            parts += _assistant_parts(message, created, done_messages)
+            continue
         items = presenters.present_transcript([message])
         if items:
             parts.append(_render_item(items[0], append=message.pk in created))
-        elif message.pk not in created:
-            parts.append(_delete(message.dom_id))  # e.g. text hidden by R3 once tool_calls came
+    return parts
+
+
+def _assistant_parts(message: Message, created: set[int], done: set[int]) -> list[str]:
+    """The assistant message, presented among its run's steps (S1's meta line sums
+    them and sits under the last shown one). When a step is new or final the line
+    may move, so the run's other shown messages are re-rendered too."""
+    steps = [message]
+    if message.run_id:
+        steps = list(
+            Message.objects.filter(
+                conversation_id=message.conversation_id,
+                role=Role.ASSISTANT,
+                run_id=message.run_id,
+            ).order_by("position")
+        )
+    shown = {item.pk: item for item in presenters.present_transcript(steps)}
+    parts: list[str] = []
+    if message.pk in shown:
+        parts.append(_render_item(shown[message.pk], append=message.pk in created))
+    elif message.pk not in created:
+        parts.append(_delete(message.dom_id))  # e.g. text hidden by R3 once tool_calls came
+    done.add(message.pk)
+    if message.is_final or message.pk in created:
+        for pk, item in shown.items():
+            if pk not in done and pk not in created:
+                parts.append(_render_item(item, append=False))
+                done.add(pk)
     return parts
 
 

@@ -1,0 +1,92 @@
+"""Live frames (SPEC §5): what one ingest sends to every viewer."""
+
+from __future__ import annotations
+
+import re
+
+from chatui import frames
+from chatui.ingest import ingest
+
+
+def frame_for(conversation, *events):
+    result = ingest(conversation, list(events))
+    conversation.refresh_from_db()
+    return frames.change_frame(
+        conversation, result.last_seq - result.accepted + 1, result.last_seq, result.changes
+    ).html
+
+
+def test_frame_marker_carries_the_seq_range(conversation):
+    html = frame_for(
+        conversation,
+        {"type": "user.message", "content": "a"},
+        {"type": "user.message", "content": "b"},
+    )
+    assert html.startswith("<!--seq 1 2-->")
+
+
+def test_new_messages_are_appended_existing_ones_replaced_by_id(conversation):
+    html = frame_for(
+        conversation, {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls"}
+    )
+    assert html.count('hx-swap-oob="beforeend:#transcript"') == 1
+    batch_id = re.search(r'<details id="(b-\d+)"', html).group(1)
+    html = frame_for(
+        conversation, {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "cat"}
+    )
+    # G2: the second tool re-renders the same batch in place, now counting two.
+    assert "beforeend" not in html
+    assert f'<details id="{batch_id}"' in html and 'data-count="2"' in html
+
+
+def test_s1_meta_line_moves_to_the_last_final_step_live(conversation):
+    frame_for(
+        conversation,
+        {
+            "type": "agent.step.completed",
+            "message_id": "a1",
+            "content": "first",
+            "run_id": "r",
+            "duration_ms": 1000,
+            "tokens": 10,
+        },
+    )
+    html = frame_for(
+        conversation,
+        {
+            "type": "agent.step.completed",
+            "message_id": "a2",
+            "content": "second",
+            "run_id": "r",
+            "duration_ms": 500,
+            "tokens": 5,
+        },
+    )
+    # a1 is re-rendered without its line; a2 carries the run's sum.
+    assert html.count("data-meta-line") == 1
+    assert "Assistant · 1.5s · 15 tokens" in html
+    assert 'data-message-id="a1"' in html
+
+
+def test_text_hidden_by_r3_is_deleted_live(conversation):
+    frame_for(
+        conversation, {"type": "agent.message.delta", "message_id": "a1", "delta": "Let me check"}
+    )
+    html = frame_for(
+        conversation,
+        {
+            "type": "agent.step.completed",
+            "message_id": "a1",
+            "content": "",
+            "tool_calls": [{"id": "c1", "name": "ls"}],
+        },
+    )
+    assert re.search(r'<div id="m-\d+" hx-swap-oob="delete"></div>', html)
+
+
+def test_run_end_sends_the_whole_transcript(conversation):
+    frame_for(conversation, {"type": "agent.status", "status": "thinking", "run_id": "r"})
+    html = frame_for(conversation, {"type": "agent.status", "status": "completed", "run_id": "r"})
+    assert '<section id="transcript"' in html and 'hx-swap-oob="true"' in html
+    assert 'data-status-type="thinking"' not in html  # S3
+    assert 'id="run-state"' in html
