@@ -32,7 +32,23 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or get_random_secret_key()
+
+
+def _secret_key() -> str:
+    """DJANGO_SECRET_KEY, else one generated once and kept in the data folder, so a
+    restart of `make run` does not log everyone out."""
+    if os.environ.get("DJANGO_SECRET_KEY"):
+        return os.environ["DJANGO_SECRET_KEY"]
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        fresh = path.with_name(f"secret_key.{os.getpid()}")
+        fresh.touch(mode=0o600)
+        fresh.write_text(get_random_secret_key())
+        fresh.replace(path)  # atomic: a reader never sees a half-written key
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
