@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels."""
 
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -21,3 +22,10 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Everything imported so far lives as long as the process: freeze it out of the
+# garbage collector's scans, and collect less often. Full collections otherwise
+# pause the event loop for ~80 ms under load (bench/p1, 100 viewers).
+gc.collect()
+gc.freeze()
+gc.set_threshold(50_000, 20, 100)

@@ -56,6 +56,14 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None) -> None:
         """The socket only pushes; input goes through the form POST (SPEC §5)."""
 
+    async def dispatch(self, message: dict) -> None:
+        # Frames touch no database: skip Channels' per-message close_old_connections,
+        # a hop through the shared sync thread for every viewer (bench/p1: p99 halved).
+        if message["type"] == "transcript.frame":
+            await self.transcript_frame(message)
+        else:
+            await super().dispatch(message)
+
     async def transcript_frame(self, message: dict) -> None:
         """A frame rendered once by the broadcaster for every viewer."""
         if message["last_seq"] <= self.last_sent_seq:

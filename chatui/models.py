@@ -129,7 +129,11 @@ class Message(models.Model):
             ),
             models.UniqueConstraint(fields=["conversation", "position"], name="message_position"),
         ]
-        indexes = [models.Index(fields=["conversation", "tool_status"])]
+        indexes = [
+            models.Index(fields=["conversation", "tool_status"]),
+            # S3 reconciliation looks up a run's status lines at every run end.
+            models.Index(fields=["conversation", "role", "run_id"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role} {self.message_id}"
@@ -158,6 +162,7 @@ class Run(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["conversation", "run_id"], name="run_id_unique"),
         ]
+        indexes = [models.Index(fields=["conversation", "started_seq"])]
 
     def __str__(self) -> str:
         return f"run {self.run_id} ({self.status})"

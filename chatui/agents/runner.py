@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections
@@ -97,8 +97,20 @@ def _fresh(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def db(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`func` as a coroutine function, run by the thread-sensitive worker."""
-    return sync_to_async(_fresh(func), thread_sensitive=True)
+    """`func` as a coroutine function, run by the thread-sensitive worker.
+
+    Each call runs in a fresh, empty context that is not copied back: ingest's
+    broadcast uses `async_to_sync`, and when a Stop cancels a call half-way,
+    asgiref would otherwise copy that call's (by then finished) executor into
+    the run's context and the run's next database call would fail."""
+    fresh = _fresh(func)
+
+    @functools.wraps(func)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        worker = SyncToAsync(fresh, thread_sensitive=True, context=contextvars.Context())
+        return await worker(*args, **kwargs)
+
+    return call
 
 
 def _ingest(conversation: Conversation, events: list[dict[str, Any]]) -> Any:
