@@ -96,7 +96,8 @@ def transcript_window(
 
 def batch_slice(message: Message) -> list[Message]:
     """The messages of the tool batch holding `message` (and its ancestors' batch)."""
-    siblings = messages_of(message.conversation)
+    # By id: `message.conversation` would cost a query per live frame.
+    siblings = Message.objects.filter(conversation_id=message.conversation_id).order_by("position")
     start = message
     seen = {message.tool_call_id}
     while start.parent_tool_call_id and start.parent_tool_call_id not in seen:
