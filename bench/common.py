@@ -1,0 +1,623 @@
+"""Shared helpers for the benchmark scripts (SPEC §8, P1–P4).
+
+Every script starts its own daphne through `tests.support.live.LiveServer` on a
+fresh SQLite file in a temporary folder, talks to it on 127.0.0.1 only, prints a
+short table and cleans up. Nothing here is imported by the app or the tests.
+
+Includes a minimal asyncio WebSocket client (RFC 6455, text frames, ping/pong,
+close), so the benchmarks need no package beyond what the project installs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import datetime as dt
+import itertools
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from tests.support.live import PASSWORD, USERNAME, LiveServer  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# -- the machine ------------------------------------------------------------------
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def code_version() -> str:
+    """The commit the server runs, and whether the app's code differs from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "chatui", "templates", "static"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return head + (" (app code modified)" if dirty else "")
+
+
+def machine_line() -> str:
+    return (
+        f"{dt.datetime.now().strftime('%Y-%m-%d %H:%M')} · commit {code_version()} · "
+        f"{os.cpu_count()} cores · Python {platform.python_version()} · load {loadavg()}"
+    )
+
+
+def raise_nofile(wanted: int) -> int:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(max(soft, wanted), hard) if hard != resource.RLIM_INFINITY else max(soft, wanted)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# -- the process under test ---------------------------------------------------------
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU of a process (all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class InstrumentedServer(LiveServer):
+    """LiveServer running `bench.instrumented_asgi` (chatui's app + commit stamps)."""
+
+    application = "bench.instrumented_asgi:application"
+
+    def start(self) -> None:
+        log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                self.application,
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log_tail()}")
+            try:
+                httpx.get(self.url + "/accounts/login/", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"daphne did not start: {self.log_tail()}")
+
+
+@dataclass
+class Bench:
+    """A LiveServer in its own temporary folder, logged-in helpers around it.
+
+    With `stamps=True` daphne runs `bench.instrumented_asgi`, which writes a line per
+    committed ingest to `self.stamps_path` (see `read_stamps`)."""
+
+    keep: bool = False
+    stamps: bool = False
+    experiment: str = ""  # bench.instrumented_asgi experiments (implies stamps)
+    server: LiveServer = field(init=False)
+    tmp: Path = field(init=False)
+
+    @property
+    def stamps_path(self) -> Path:
+        return self.tmp / "stamps.txt"
+
+    def read_stamps(self) -> dict[tuple[str, str, int], float]:
+        """(kind 'C'|'B', conversation id without dashes, last_seq) → time.time()."""
+        found = {}
+        if self.stamps_path.exists():
+            for line in self.stamps_path.read_text().splitlines():
+                if line.startswith("G "):
+                    continue
+                kind, conversation, _first, last, moment = line.split()
+                found[(kind, conversation.replace("-", ""), int(last))] = float(moment)
+        return found
+
+    def gc_pauses(self) -> list[tuple[float, float, int]]:
+        """(start time.time(), ms, generation) of daphne's garbage-collector pauses ≥ 2 ms."""
+        pauses = []
+        if self.stamps_path.exists():
+            for line in self.stamps_path.read_text().splitlines():
+                if line.startswith("G "):
+                    _g, generation, start, took = line.split()
+                    pauses.append((float(start), float(took), int(generation)))
+        return pauses
+
+    def __enter__(self) -> Bench:
+        self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-"))
+        if self.stamps or self.experiment:
+            env = {"CHATUI_BENCH_STAMPS": str(self.stamps_path)}
+            if self.experiment:
+                env["CHATUI_BENCH_EXPERIMENT"] = self.experiment
+            self.server = InstrumentedServer(self.tmp / "data", extra_env=env)
+        else:
+            self.server = LiveServer(self.tmp / "data")
+        self.server.prepare()
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.server.stop()
+        finally:
+            if self.keep:
+                print(f"(kept {self.tmp})")
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @property
+    def pid(self) -> int:
+        assert self.server.process is not None
+        return self.server.process.pid
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def origin(self) -> str:
+        return self.server.url
+
+    def api(self, **kwargs) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url + "/api/v1",
+            headers={"Authorization": f"Bearer {self.server.token}"},
+            timeout=30,
+            **kwargs,
+        )
+
+    def new_conversation(self, title: str = "bench") -> str:
+        return self.server.new_conversation(title)
+
+    def last_seq(self, conversation_id: str) -> int:
+        with self.api() as client:
+            response = client.get(f"/conversations/{conversation_id}/events", params={"after": 0})
+            response.raise_for_status()
+            return response.json()["last_seq"]
+
+    def session_cookie(self) -> str:
+        """Log in through the real login form; returns 'sessionid=…'."""
+        with httpx.Client(base_url=self.url, timeout=30) as client:
+            page = client.get("/accounts/login/")
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+            assert token, "no CSRF token on the login page"
+            done = client.post(
+                "/accounts/login/",
+                data={
+                    "username": USERNAME,
+                    "password": PASSWORD,
+                    "csrfmiddlewaretoken": token.group(1),
+                },
+            )
+            assert done.status_code == 302, f"login failed: {done.status_code}"
+            return f"sessionid={client.cookies['sessionid']}"
+
+
+# -- statistics and tables ----------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "min": min(values),
+        "p50": statistics.median(values),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "max": max(values),
+        "mean": statistics.fmean(values),
+    }
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for index, row in enumerate(cells):
+        lines.append("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |")
+        if index == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
+
+
+# -- a minimal WebSocket client ------------------------------------------------------
+
+
+class WebSocketClosed(Exception):
+    pass
+
+
+class RawWebSocket:
+    """Client side of RFC 6455 over asyncio streams: enough for a viewer."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+        self.close_code: int | None = None
+        self.frames = 0
+        self.bytes = 0
+
+    @classmethod
+    async def connect(
+        cls, port: int, path: str, *, cookie: str, origin: str, timeout: float = 30
+    ) -> RawWebSocket:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port, limit=2**24), timeout
+        )
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (
+            f"GET {path} HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{port}\r\n"
+            "Upgrade: websocket\r\n"
+            "Connection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n"
+            f"Origin: {origin}\r\n"
+            f"Cookie: {cookie}\r\n\r\n"
+        )
+        writer.write(request.encode())
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+        status = head.split(b"\r\n", 1)[0]
+        if b" 101 " not in status + b" ":
+            writer.close()
+            raise ConnectionError(f"handshake refused: {status.decode(errors='replace')}")
+        return cls(reader, writer)
+
+    async def recv(self) -> str:
+        """The next text message; answers pings; raises WebSocketClosed on close."""
+        message = b""
+        while True:
+            head = await self.reader.readexactly(2)
+            fin, opcode = head[0] & 0x80, head[0] & 0x0F
+            length = head[1] & 0x7F
+            if length == 126:
+                (length,) = struct.unpack("!H", await self.reader.readexactly(2))
+            elif length == 127:
+                (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
+            if head[1] & 0x80:  # servers never mask, but be lenient
+                mask = await self.reader.readexactly(4)
+                data = bytes(
+                    b ^ mask[i % 4] for i, b in enumerate(await self.reader.readexactly(length))
+                )
+            else:
+                data = await self.reader.readexactly(length) if length else b""
+            if opcode == 0x9:  # ping
+                await self._send(0xA, data)
+                continue
+            if opcode == 0xA:
+                continue
+            if opcode == 0x8:
+                self.close_code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 1005
+                with contextlib.suppress(Exception):
+                    await self._send(0x8, data[:2])
+                raise WebSocketClosed(self.close_code)
+            message += data
+            if fin:
+                self.frames += 1
+                self.bytes += len(message)
+                return message.decode("utf-8", errors="replace")
+
+    async def _send(self, opcode: int, payload: bytes) -> None:
+        mask = os.urandom(4)
+        length = len(payload)
+        if length < 126:
+            head = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
+        elif length < 65536:
+            head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
+        else:
+            head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.writer.write(head + mask + masked)
+        await self.writer.drain()
+
+    async def close(self, code: int = 1000) -> None:
+        with contextlib.suppress(Exception):
+            await self._send(0x8, struct.pack("!H", code))
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._drain_until_close(), 2)
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+
+    async def _drain_until_close(self) -> None:
+        with contextlib.suppress(WebSocketClosed, asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                await self.recv()
+
+
+async def read_forever(ws: RawWebSocket) -> None:
+    """Keep a viewer's socket drained (frames counted on `ws`) until it closes."""
+    with contextlib.suppress(WebSocketClosed, asyncio.IncompleteReadError, ConnectionError):
+        while True:
+            await ws.recv()
+
+
+# -- realistic event streams ---------------------------------------------------------
+
+ASSISTANT_TEXT = (
+    "Here is what I found in the repository. The failing test is in "
+    "`tests/test_api.py`, and the cause is a **missing index** on the lookup:\n\n"
+    "```python\nEvent.objects.filter(conversation=c, seq__gt=after).order_by('seq')\n```\n\n"
+    "- the query scans every event of the conversation\n"
+    "- the fix is one migration\n\nShall I apply it?"
+)
+TOOL_OUTPUT = "\n".join(
+    f"src/module_{i}.py: {i * 37} lines, last change 2 days ago" for i in range(8)
+)
+
+
+class EventStream:
+    """An endless, realistic agent session for one conversation.
+
+    A run: user.message, status running, then `steps` steps, each a thinking
+    status, `deltas` streamed chunks, a step.completed announcing two tool calls,
+    and for each call tool.started → tool.progress → tool.completed; then a final
+    streamed answer and status completed (which ends the run: S3 reconciliation and
+    a full transcript frame)."""
+
+    def __init__(self, prefix: str, *, steps: int = 4, deltas: int = 6):
+        self.prefix = prefix
+        self.steps = steps
+        self.deltas = deltas
+        self._iter = self._events()
+        self.counts: dict[str, int] = {}
+
+    def take(self, n: int) -> list[dict]:
+        batch = list(itertools.islice(self._iter, n))
+        for event in batch:
+            self.counts[event["type"]] = self.counts.get(event["type"], 0) + 1
+        return batch
+
+    def _stream_text(self, run: str, message_id: str) -> Iterator[dict]:
+        words = ASSISTANT_TEXT.split(" ")
+        size = max(1, len(words) // self.deltas)
+        for start in range(0, len(words), size):
+            yield {
+                "type": "agent.message.delta",
+                "run_id": run,
+                "message_id": message_id,
+                "delta": " ".join(words[start : start + size]) + " ",
+            }
+
+    def _events(self) -> Iterator[dict]:
+        for turn in itertools.count():
+            run = f"{self.prefix}-r{turn}"
+            yield {"type": "user.message", "run_id": run, "content": f"Please check item {turn}."}
+            yield {"type": "agent.status", "run_id": run, "status": "running"}
+            for step in range(self.steps):
+                yield {"type": "agent.status", "run_id": run, "status": "thinking"}
+                message_id = f"{run}-s{step}"
+                yield from self._stream_text(run, message_id)
+                calls = [
+                    {"id": f"{message_id}-t{n}", "name": name, "args": {"path": f"src/m{n}.py"}}
+                    for n, name in enumerate(("read_file", "run_cmd"))
+                ]
+                yield {
+                    "type": "agent.step.completed",
+                    "run_id": run,
+                    "message_id": message_id,
+                    "content": "Let me look at the code first.",
+                    "tool_calls": calls,
+                    "duration_ms": 850,
+                    "tokens": 120,
+                }
+                for call in calls:
+                    yield {
+                        "type": "agent.tool.started",
+                        "run_id": run,
+                        "tool_call_id": call["id"],
+                        "tool_name": call["name"],
+                        "args": call["args"],
+                    }
+                    yield {
+                        "type": "agent.tool.progress",
+                        "run_id": run,
+                        "tool_call_id": call["id"],
+                        "progress": 0.5,
+                        "output": TOOL_OUTPUT[:200],
+                    }
+                    yield {
+                        "type": "agent.tool.completed",
+                        "run_id": run,
+                        "tool_call_id": call["id"],
+                        "result": TOOL_OUTPUT,
+                        "duration_ms": 120,
+                    }
+            final = f"{run}-final"
+            yield from self._stream_text(run, final)
+            yield {
+                "type": "agent.step.completed",
+                "run_id": run,
+                "message_id": final,
+                "content": ASSISTANT_TEXT,
+                "duration_ms": 1500,
+                "tokens": 400,
+            }
+            yield {"type": "agent.status", "run_id": run, "status": "completed"}
+
+
+# -- py-spy (optional) ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def maybe_py_spy(pid: int, out: str | None, seconds: float) -> Iterator[None]:
+    """Sample daphne with py-spy while the block runs (if `out` and py-spy exist)."""
+    if not out:
+        yield
+        return
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(exe).exists():
+        print("py-spy not installed (pip install py-spy); not profiling")
+        yield
+        return
+    process = subprocess.Popen(
+        [
+            exe,
+            "record",
+            "-p",
+            str(pid),
+            "-d",
+            str(int(seconds) + 1),
+            "-r",
+            "200",
+            "-f",
+            "raw",
+            "-o",
+            out,
+            "--nonblocking",
+            "--threads",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.5)
+    try:
+        yield
+    finally:
+        try:
+            process.wait(timeout=seconds + 30)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            process.wait(timeout=10)
+        print(f"py-spy samples written to {out}")
+
+
+# -- viewers in a helper process -------------------------------------------------------
+
+
+def _viewer_main(port, paths, cookie, origin, ready, stop, results) -> None:
+    async def run() -> None:
+        gate = asyncio.Semaphore(20)
+
+        async def open_one(path: str) -> RawWebSocket:
+            async with gate:
+                return await RawWebSocket.connect(port, path, cookie=cookie, origin=origin)
+
+        sockets = await asyncio.gather(*(open_one(p) for p in paths))
+        readers = [asyncio.create_task(read_forever(ws)) for ws in sockets]
+        ready.put(len(sockets))
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, stop.wait)
+        await asyncio.sleep(0.2)
+        counts = [ws.frames for ws in sockets]
+        closed = [ws.close_code for ws in sockets if ws.close_code is not None]
+        for task in readers:
+            task.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+        await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+        results.put((counts, closed))
+
+    try:
+        asyncio.run(run())
+    except Exception as problem:  # report instead of hanging the parent
+        ready.put(f"error: {problem!r}")
+
+
+class ViewerPool:
+    """`len(paths)` plain WebSocket viewers, in their own process (own GIL), that
+    keep their sockets drained and count frames."""
+
+    def __init__(self, bench: Bench, paths: list[str], cookie: str):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self.ready, self.results, self.stop_event = ctx.Queue(), ctx.Queue(), ctx.Event()
+        self.process = ctx.Process(
+            target=_viewer_main,
+            args=(
+                bench.server.port,
+                paths,
+                cookie,
+                bench.origin,
+                self.ready,
+                self.stop_event,
+                self.results,
+            ),
+            daemon=True,
+        )
+        self.count = len(paths)
+
+    def __enter__(self) -> ViewerPool:
+        self.process.start()
+        got = self.ready.get(timeout=120)
+        if not isinstance(got, int) or got != self.count:
+            raise RuntimeError(f"viewers did not connect: {got}")
+        return self
+
+    def stop(self) -> tuple[list[int], list[int]]:
+        self.stop_event.set()
+        counts, closed = self.results.get(timeout=60)
+        self.process.join(timeout=30)
+        return counts, closed
+
+    def __exit__(self, *exc) -> None:
+        if self.process.is_alive():
+            self.stop_event.set()
+            self.process.join(timeout=30)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=10)

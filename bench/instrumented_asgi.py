@@ -1,0 +1,96 @@
+"""chatui's ASGI app plus commit-time stamps, for the benchmarks only.
+
+    daphne bench.instrumented_asgi:application   (CHATUI_BENCH_STAMPS=/path/file)
+
+Exactly `chatui.asgi.application`; in addition two receivers of the app's own
+`events_ingested` signal (sent by `chatui.ingest` in `transaction.on_commit`) append
+a line per committed ingest to the file named by CHATUI_BENCH_STAMPS:
+
+    C <conversation> <first_seq> <last_seq> <time.time()>   committed, before the broadcast
+    B <conversation> <first_seq> <last_seq> <time.time()>   the broadcast has returned
+
+so P1 can measure from the moment an event is really accepted (committed), not only
+from when its HTTP answer reaches the client; and a line per garbage-collector pause of
+2 ms or more (`G <generation> <start> <ms>`). No app code is changed.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+from chatui.asgi import application  # noqa: F401 — also sets Django up
+from chatui.ingest import events_ingested
+
+_out = open(os.environ["CHATUI_BENCH_STAMPS"], "a", buffering=1)  # noqa: SIM115
+
+
+def _stamp(kind: str):
+    def receiver(sender, conversation_id, first_seq, last_seq, **kwargs) -> None:
+        _out.write(f"{kind} {conversation_id} {first_seq} {last_seq} {time.time():.6f}\n")
+
+    return receiver
+
+
+_committed = _stamp("C")
+_broadcast_done = _stamp("B")
+events_ingested.connect(_committed, dispatch_uid="bench.committed")
+events_ingested.connect(_broadcast_done, dispatch_uid="bench.broadcast_done")
+# Receivers run in the order they connected: the commit stamp must come before the
+# broadcaster (chatui.frames.broadcast, connected when chatui.asgi loaded).
+with events_ingested.lock:
+    committed = [r for r in events_ingested.receivers if r[0][0] == "bench.committed"]
+    events_ingested.receivers[:] = committed + [
+        r for r in events_ingested.receivers if r[0][0] != "bench.committed"
+    ]
+    events_ingested.sender_receivers_cache.clear()
+
+
+# Garbage-collector pauses of 2 ms or more, as `G <generation> <start time.time()> <ms>`,
+# to tell them apart from other stalls when a latency spikes.
+_gc_started: list[float] = [0.0]
+
+
+def _gc_callback(phase: str, info: dict) -> None:
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+        return
+    took = (time.perf_counter() - _gc_started[0]) * 1000
+    if took >= 2:
+        _out.write(f"G {info['generation']} {time.time() - took / 1000:.6f} {took:.2f}\n")
+
+
+gc.callbacks.append(_gc_callback)
+
+
+# -- opt-in experiments (CHATUI_BENCH_EXPERIMENT, comma-separated; off by default) ------
+# They measure what a suggested change would gain before anyone makes it in the app.
+# The published figures are taken without any of them.
+
+_experiments = set(filter(None, os.environ.get("CHATUI_BENCH_EXPERIMENT", "").split(",")))
+
+if "frame-dispatch" in _experiments:
+    # Channels' AsyncConsumer.dispatch awaits aclose_old_connections() — a sync_to_async
+    # hop through the one shared sync thread — before *every* handler call, so each
+    # frame costs each viewer a thread round trip although transcript_frame never
+    # touches the database. Deliver frames directly instead.
+    from chatui.consumers import TranscriptConsumer
+
+    _dispatch = TranscriptConsumer.dispatch
+
+    async def _dispatch_frames_directly(self, message):
+        if message.get("type") == "transcript.frame":
+            await self.transcript_frame(message)
+            return
+        await _dispatch(self, message)
+
+    TranscriptConsumer.dispatch = _dispatch_frames_directly
+
+if "gc-freeze" in _experiments:
+    # Move everything alive after start-up (Django, templates, the URLconf…) out of the
+    # collector's reach and collect the young generations less often, so that a full
+    # collection does not walk the whole heap in the middle of a broadcast.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)

@@ -1,0 +1,183 @@
+"""P2: ingest through the HTTP API — persisted, projected and broadcast.
+
+    .venv/bin/python bench/p2_ingest_throughput.py [--threads 4] [--seconds 10]
+
+Each client thread owns one conversation and plays a realistic agent session
+into it (`common.EventStream`: user message, running/thinking statuses,
+streamed deltas, step.completed with tool calls, tool started/progress/completed
+pairs, a final answer and run completed), through httpx with keep-alive. Every
+conversation has one viewer socket connected (in a helper process), so each
+accepted ingest really renders and sends its frame. Two modes:
+
+  batch   POST {"events": [...100 events...]}      target ≥ 2,000 events/s
+  single  POST one event per request                target ≥ 400 requests/s
+  floor   (reference) the single-event POST without its bearer token: Django on
+          daphne answers 401 before touching the database, so this is the most
+          requests/s this stack serves per process, whatever ingest costs
+
+Each mode runs `--warmup` seconds unmeasured, then `--seconds` measured (or until
+`--max-requests`). Reported: events/s, requests/s, request latency, and the CPU
+daphne (all threads) and this client process used per event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+from common import (
+    Bench,
+    EventStream,
+    ViewerPool,
+    cpu_seconds,
+    loadavg,
+    machine_line,
+    maybe_py_spy,
+    own_cpu_seconds,
+    summary,
+    table,
+)
+
+
+def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) -> dict:
+    batch = args.batch if mode == "batch" else 1
+    conversations = [bench.new_conversation(f"p2 {mode} {n}") for n in range(args.threads)]
+    paths = [f"/ws/conversations/{c}/?after=0" for c in conversations]
+    streams = [EventStream(f"{mode}{n}") for n in range(args.threads)]
+    latencies: list[list[float]] = [[] for _ in conversations]
+    accepted = [0] * args.threads
+    requests = [0] * args.threads
+    errors: list[str] = []
+    measuring = threading.Event()
+    stop = threading.Event()
+
+    def worker(n: int) -> None:
+        url = f"/conversations/{conversations[n]}/events"
+        floor = mode == "floor"
+        with bench.api() as client:
+            if floor:  # the same request without its token: Django answers 401 before any query
+                del client.headers["Authorization"]
+            while not stop.is_set():
+                events = streams[n].take(batch)
+                body = {"events": events} if mode == "batch" else events[0]
+                start = time.perf_counter()
+                response = client.post(url, json=body)
+                took = time.perf_counter() - start
+                if response.status_code != (401 if floor else 200):
+                    errors.append(f"{response.status_code} {response.text[:200]}")
+                    return
+                if measuring.is_set() and not stop.is_set():
+                    latencies[n].append(took * 1000)
+                    accepted[n] += 1 if floor else response.json()["accepted"]
+                    requests[n] += 1
+                    if sum(requests) >= args.max_requests:
+                        stop.set()
+
+    with ViewerPool(bench, paths, cookie) as pool:
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.threads)]
+        for thread in threads:
+            thread.start()
+        time.sleep(args.warmup)
+        with maybe_py_spy(bench.pid, profile, args.seconds):
+            server_cpu, client_cpu = cpu_seconds(bench.pid), own_cpu_seconds()
+            started = time.perf_counter()
+            measuring.set()
+            stop.wait(args.seconds)
+            stop.set()
+            elapsed = time.perf_counter() - started
+            server_cpu = cpu_seconds(bench.pid) - server_cpu
+            client_cpu = own_cpu_seconds() - client_cpu
+        load = loadavg()
+        for thread in threads:
+            thread.join(timeout=60)
+        frames, closed = pool.stop()
+    if errors:
+        raise RuntimeError(f"{mode}: {errors[0]}")
+    events = sum(accepted)
+    mix: dict[str, int] = {}
+    for stream in streams:
+        for kind, count in stream.counts.items():
+            mix[kind] = mix.get(kind, 0) + count
+    return {
+        "mode": mode,
+        "batch": batch,
+        "elapsed": elapsed,
+        "events": events,
+        "requests": sum(requests),
+        "events_per_s": events / elapsed,
+        "requests_per_s": sum(requests) / elapsed,
+        "latency": summary([v for per in latencies for v in per]),
+        "server_cpu_pct": 100 * server_cpu / elapsed,
+        "server_cpu_ms_per_event": 1000 * server_cpu / max(events, 1),  # floor: per request
+        "client_cpu_pct": 100 * client_cpu / elapsed,
+        "frames": (min(frames), max(frames)),
+        "closed": len(closed),
+        "mix": mix,
+        "load": load,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modes", default="batch,single,floor")
+    parser.add_argument("--threads", type=int, default=4, help="client threads (one conv each)")
+    parser.add_argument("--batch", type=int, default=100, help="events per request in batch mode")
+    parser.add_argument("--seconds", type=float, default=10, help="measured time per mode")
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--max-requests", type=int, default=20000)
+    parser.add_argument("--py-spy", metavar="PREFIX", help="profile daphne: PREFIX-<mode>.txt")
+    args = parser.parse_args()
+
+    print("P2 ingest throughput ·", machine_line())
+    results = []
+    with Bench() as bench:
+        cookie = bench.session_cookie()
+        for mode in args.modes.split(","):
+            profile = f"{args.py_spy}-{mode}.txt" if args.py_spy else None
+            results.append(run_mode(bench, cookie, mode, args, profile))
+
+    rows = []
+    for r in results:
+        lat = r["latency"]
+        label = "floor (401, no DB)" if r["mode"] == "floor" else f"{r['mode']} ({r['batch']}/req)"
+        events_per_s = "" if r["mode"] == "floor" else r["events_per_s"]
+        rows.append(
+            [
+                label,
+                events_per_s,
+                r["requests_per_s"],
+                lat["p50"],
+                lat["p95"],
+                lat["p99"],
+                r["server_cpu_pct"],
+                r["server_cpu_ms_per_event"],
+                r["client_cpu_pct"],
+            ]
+        )
+    print(
+        table(
+            [
+                "mode",
+                "events/s",
+                "requests/s",
+                "p50 ms",
+                "p95 ms",
+                "p99 ms",
+                "daphne CPU %",
+                "daphne CPU ms/req-or-event",
+                "client CPU %",
+            ],
+            rows,
+        )
+    )
+    for r in results:
+        print(
+            f"{r['mode']}: {r['events']} events in {r['requests']} requests over "
+            f"{r['elapsed']:.1f} s; viewer frames min/max {r['frames']}, viewers closed "
+            f"{r['closed']}; load {r['load']}; mix {r['mix']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""P3: first load of a long conversation — server time, independent of history length.
+
+    .venv/bin/python bench/p3_first_load.py [--sizes 200,1000,5000] [--requests 40]
+
+Builds one conversation per size through the ingest API in big batches. Each
+agent run is: user.message, status running, step.completed (Markdown prose plus
+two tool calls), tool.started/tool.completed for both calls (multi-line
+results), a final Markdown answer, status completed — 5 messages per run, so a
+conversation of N messages has N/5 runs. Then, logged in with a session cookie
+(through the real login form), it times `GET /c/<id>/` on a keep-alive
+connection, round-robin over the sizes so load drift hits all alike, after a
+few unmeasured warm-up loads. Also timed: the "load earlier" fragment
+(`GET /c/<id>/earlier?before=…`) of the largest conversation.
+
+Server time is measured client-side on loopback: from sending the request to
+having the whole body (includes loopback HTTP and httpx, ~1 ms). The daphne CPU
+column is daphne's own CPU time (all threads, /proc/<pid>/stat, 10 ms ticks)
+divided by the number of requests: Django's own cost per page without the
+client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+
+import httpx
+from common import (
+    ASSISTANT_TEXT,
+    TOOL_OUTPUT,
+    Bench,
+    cpu_seconds,
+    loadavg,
+    machine_line,
+    summary,
+    table,
+)
+
+MESSAGES_PER_RUN = 5
+
+
+def run_events(conversation_tag: str, run: int) -> list[dict]:
+    run_id = f"{conversation_tag}-r{run}"
+    calls = [
+        {"id": f"{run_id}-t{n}", "name": name, "args": {"path": f"src/m{n}.py"}}
+        for n, name in enumerate(("read_file", "run_cmd"))
+    ]
+    events = [
+        {"type": "user.message", "run_id": run_id, "content": f"Please look at issue #{run}."},
+        {"type": "agent.status", "run_id": run_id, "status": "running"},
+        {
+            "type": "agent.step.completed",
+            "run_id": run_id,
+            "message_id": f"{run_id}-a",
+            "content": "I will read the module and run the tests.",
+            "tool_calls": calls,
+            "duration_ms": 900,
+            "tokens": 150,
+        },
+    ]
+    for call in calls:
+        events.append(
+            {
+                "type": "agent.tool.started",
+                "run_id": run_id,
+                "tool_call_id": call["id"],
+                "tool_name": call["name"],
+                "args": call["args"],
+            }
+        )
+        events.append(
+            {
+                "type": "agent.tool.completed",
+                "run_id": run_id,
+                "tool_call_id": call["id"],
+                "result": TOOL_OUTPUT,
+                "duration_ms": 85,
+            }
+        )
+    events += [
+        {
+            "type": "agent.step.completed",
+            "run_id": run_id,
+            "message_id": f"{run_id}-b",
+            "content": ASSISTANT_TEXT,
+            "duration_ms": 1400,
+            "tokens": 420,
+        },
+        {"type": "agent.status", "run_id": run_id, "status": "completed"},
+    ]
+    return events
+
+
+def build(bench: Bench, messages: int, runs_per_request: int) -> tuple[str, float, list[float]]:
+    """The conversation, the total build time, and ms per event of each build request."""
+    conversation = bench.new_conversation(f"p3 {messages} messages")
+    runs = messages // MESSAGES_PER_RUN
+    started = time.perf_counter()
+    per_event = []
+    with bench.api() as client:
+        for first in range(0, runs, runs_per_request):
+            events = []
+            for run in range(first, min(runs, first + runs_per_request)):
+                events += run_events(f"m{messages}", run)
+            took = time.perf_counter()
+            response = client.post(f"/conversations/{conversation}/events", json={"events": events})
+            response.raise_for_status()
+            per_event.append((time.perf_counter() - took) * 1000 / len(events))
+        detail = client.get(f"/conversations/{conversation}").json()
+    got = len(detail["messages"])
+    if got != messages:
+        raise RuntimeError(f"built {got} messages, wanted {messages}")
+    return conversation, time.perf_counter() - started, per_event
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="200,1000,5000", help="messages per conversation")
+    parser.add_argument("--requests", type=int, default=40, help="timed loads per size")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--runs-per-request", type=int, default=50, help="build batch size")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    print("P3 first load ·", machine_line())
+    with Bench() as bench:
+        built = {}
+        for size in sizes:
+            built[size], took, per_event = build(bench, size, args.runs_per_request)
+            print(
+                f"built {size} messages in {took:.1f} s ({len(per_event)} requests; ingest "
+                f"ms/event of the first {per_event[0]:.2f}, of the last {per_event[-1]:.2f})"
+            )
+        cookie = bench.session_cookie()
+        name, value = cookie.split("=", 1)
+        timings = {size: [] for size in sizes}
+        cpu = dict.fromkeys(sizes, 0.0)
+        shape = {}
+        earlier_times, earlier_cpu = [], 0.0
+        biggest = max(sizes)
+        with httpx.Client(base_url=bench.url, cookies={name: value}, timeout=30) as client:
+            for round_ in range(args.warmup + args.requests):
+                for size in sizes:
+                    before_cpu = cpu_seconds(bench.pid)
+                    start = time.perf_counter()
+                    response = client.get(f"/c/{built[size]}/")
+                    took = time.perf_counter() - start
+                    spent = cpu_seconds(bench.pid) - before_cpu
+                    if response.status_code != 200:
+                        raise RuntimeError(f"GET {size}: {response.status_code}")
+                    if round_ >= args.warmup:
+                        timings[size].append(took * 1000)
+                        cpu[size] += spent
+                    if size not in shape:
+                        html = response.text
+                        before = re.search(r"earlier\?before=(\d+)", html)
+                        shape[size] = {
+                            "bytes": len(response.content),
+                            "messages": len(re.findall(r'data-message-id="', html)),
+                            "before": before.group(1) if before else None,
+                        }
+                if shape[biggest]["before"]:
+                    before_cpu = cpu_seconds(bench.pid)
+                    start = time.perf_counter()
+                    response = client.get(
+                        f"/c/{built[biggest]}/earlier", params={"before": shape[biggest]["before"]}
+                    )
+                    took = time.perf_counter() - start
+                    response.raise_for_status()
+                    if round_ >= args.warmup:
+                        earlier_times.append(took * 1000)
+                        earlier_cpu += cpu_seconds(bench.pid) - before_cpu
+        load = loadavg()
+
+    rows = []
+    for size in sizes:
+        s = summary(timings[size])
+        rows.append(
+            [
+                f"GET /c/<id>/ ({size} msgs)",
+                s["n"],
+                s["min"],
+                s["p50"],
+                s["p95"],
+                s["max"],
+                1000 * cpu[size] / s["n"],
+                shape[size]["messages"],
+                shape[size]["bytes"] // 1024,
+            ]
+        )
+    if earlier_times:
+        s = summary(earlier_times)
+        rows.append(
+            [
+                f"GET earlier ({biggest} msgs)",
+                s["n"],
+                s["min"],
+                s["p50"],
+                s["p95"],
+                s["max"],
+                1000 * earlier_cpu / s["n"],
+                "",
+                "",
+            ]
+        )
+    print(
+        table(
+            [
+                "request",
+                "n",
+                "min ms",
+                "p50 ms",
+                "p95 ms",
+                "max ms",
+                "daphne CPU ms/req",
+                "messages in HTML",
+                "KiB",
+            ],
+            rows,
+        )
+    )
+    print(f"load after: {load}")
+
+
+if __name__ == "__main__":
+    main()
