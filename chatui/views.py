@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import agents, frames, selectors, services
 from .events import EventError
@@ -137,8 +137,7 @@ def _refuse(
     request: HttpRequest, conversation: Conversation, message: str, *, status: int
 ) -> HttpResponse:
     if request.htmx:
-        response = HttpResponse(message, status=status, content_type="text/plain")
-        return response
+        return HttpResponse(message, status=status, content_type="text/plain")
     flash.error(request, message)
     return redirect(conversation)
 
@@ -157,6 +156,7 @@ def stop_run(request: HttpRequest, conversation_id) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def showcase(request: HttpRequest) -> HttpResponse:
     """A page with one button; pressing it plays the demo script that shows every rule."""
     if request.method != "POST":
