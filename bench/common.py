@@ -106,36 +106,6 @@ class InstrumentedServer(LiveServer):
 
     application = "bench.instrumented_asgi:application"
 
-    def start(self) -> None:
-        log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                self.application,
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daphne exited: {self.log_tail()}")
-            try:
-                httpx.get(self.url + "/accounts/login/", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError(f"daphne did not start: {self.log_tail()}")
-
 
 @dataclass
 class Bench:

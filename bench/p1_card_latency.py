@@ -48,15 +48,7 @@ import time
 
 from common import Bench, ViewerPool, cpu_seconds, loadavg, machine_line, summary, table
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on sys.path
 
 OBSERVER = """() => {
   window.__cards = {};

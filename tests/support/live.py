@@ -36,6 +36,8 @@ class LiveServer:
     extra_env: dict[str, str] = field(default_factory=dict)
     token: str = ""
     process: subprocess.Popen | None = None
+    #: The ASGI application daphne serves (the benchmarks serve an instrumented one).
+    application = "chatui.asgi:application"
 
     @property
     def url(self) -> str:
@@ -90,7 +92,7 @@ class LiveServer:
                 "127.0.0.1",
                 "-p",
                 str(self.port),
-                "chatui.asgi:application",
+                self.application,
             ],
             cwd=ROOT,
             env=self.env,
