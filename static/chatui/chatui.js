@@ -129,6 +129,41 @@
     }
   });
 
+  /* --- the reader's open/closed choices survive live updates ---
+   * A live frame replaces a tool batch whole, with the server's default state
+   * (collapsed, or open when it holds an error). What the reader opened or closed
+   * by hand is remembered by element id and put back after every swap. */
+  var readerChoice = {};
+
+  function choiceKey(details) {
+    if (details.matches("[data-tool-batch]")) return details.id;
+    var owner = details.closest("[id]");
+    return owner ? owner.id + " " + details.className : null;
+  }
+
+  document.addEventListener("click", function (event) {
+    var summary = event.target.closest && event.target.closest("#transcript details > summary");
+    if (!summary) return;
+    var details = summary.parentNode;
+    setTimeout(function () {
+      var key = choiceKey(details);
+      if (key) readerChoice[key] = details.open;
+    }, 0);
+  });
+
+  function restoreChoices() {
+    var list = transcript();
+    if (!list) return;
+    list.querySelectorAll("details").forEach(function (details) {
+      var key = choiceKey(details);
+      if (key && key in readerChoice && details.open !== readerChoice[key]) {
+        details.open = readerChoice[key];
+      }
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", restoreChoices);
+  document.addEventListener("htmx:afterSettle", restoreChoices);
+
   /* --- autoscroll only while the reader is at the bottom --- */
   function scroller() {
     return document.scrollingElement || document.documentElement;

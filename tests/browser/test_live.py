@@ -217,3 +217,17 @@ def test_composer_shift_enter_breaks_the_line_enter_sends(chatui_server, open_pa
     assert page.locator("#transcript [data-role=user] .bubble").inner_text() == (
         "first line\ncalculate 1+1"
     )
+
+
+def test_a_batch_the_reader_opened_stays_open_as_tools_arrive(chatui_server, live_page):
+    page, conversation_id = live_page
+    post(chatui_server, conversation_id, started("o1", "list_files"))
+    batch = page.locator("[data-tool-batch]")
+    expect(batch).to_have_attribute("data-count", "1", timeout=5000)
+    assert batch.get_attribute("open") is None  # G1: collapsed by default
+    batch.locator(":scope > summary").click()
+    expect(batch).to_have_attribute("open", "")
+    post(chatui_server, conversation_id, started("o2", "read_file"))
+    expect(batch).to_have_attribute("data-count", "2", timeout=5000)
+    expect(batch).to_have_attribute("open", "")  # the live update kept the reader's choice
+    assert page.locator('[data-tool-call-id="o2"]').is_visible()
