@@ -31,8 +31,9 @@ class ChangeSet:
     created: set[int] = field(default_factory=set)  # message pks new in this call
     removed: list[int] = field(default_factory=list)  # message pks
     conversation_changed: bool = False
-    # A run ended (S3 reconciliation) or the whole projection was rebuilt: viewers
-    # get one fresh transcript instead of piecemeal updates.
+    # The whole projection was rebuilt: viewers get one fresh transcript instead of
+    # piecemeal updates. (A run's end is piecemeal: its ephemeral statuses are
+    # `removed`, which is all S3 changes, since statuses never split a batch.)
     full_refresh: bool = False
 
     def remove(self, message_pk: int) -> None:
@@ -290,7 +291,6 @@ class Projector:
         if status in ("completed", "failed"):
             self._finish_run(event, status, payload)
             self._reconcile(event.run_id)
-            self.changes.full_refresh = True
         elif status == "running":
             self._set_conversation_status(ConversationStatus.RUNNING, event.run_id)
 

@@ -84,9 +84,25 @@ def test_text_hidden_by_r3_is_deleted_live(conversation):
     assert re.search(r'<div id="m-\d+" hx-swap-oob="delete"></div>', html)
 
 
-def test_run_end_sends_the_whole_transcript(conversation):
-    frame_for(conversation, {"type": "agent.status", "status": "thinking", "run_id": "r"})
-    html = frame_for(conversation, {"type": "agent.status", "status": "completed", "run_id": "r"})
+def test_s3_run_end_removes_ephemeral_statuses_live(conversation):
+    thinking = frame_for(
+        conversation, {"type": "agent.status", "status": "thinking", "run_id": "r"}
+    )
+    dom_id = re.search(r'id="(m-\d+)" class="status', thinking).group(1)
+    html = frame_for(
+        conversation,
+        {"type": "agent.status", "status": "failed", "run_id": "r", "error_message": "boom"},
+    )
+    assert f'<div id="{dom_id}" hx-swap-oob="delete"></div>' in html  # S3
+    assert "data-run-error" in html and "boom" in html  # S2, appended
+    assert 'id="run-state"' in html and 'data-conversation-status="failed"' in html
+
+
+def test_reproject_sends_the_whole_transcript(conversation):
+    from chatui.ingest import reproject
+
+    ingest(conversation, {"type": "user.message", "content": "hi"})
+    changes = reproject(conversation)
+    conversation.refresh_from_db()
+    html = frames.change_frame(conversation, 1, conversation.last_seq, changes).html
     assert '<section id="transcript"' in html and 'hx-swap-oob="true"' in html
-    assert 'data-status-type="thinking"' not in html  # S3
-    assert 'id="run-state"' in html
