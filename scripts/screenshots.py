@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,10 +33,20 @@ def main() -> None:
         server.start()
         try:
             conversation_id = server.new_conversation()
-            server.post_events(conversation_id, showcase_events())
+            server.post_events(conversation_id, recent(showcase_events()))
             shoot(server, conversation_id)
         finally:
             server.stop()
+
+
+def recent(events: list[dict]) -> list[dict]:
+    """The showcase with its clock moved to just now, so timers read like a live run."""
+    stamps = [datetime.fromisoformat(event["timestamp"]) for event in events]
+    shift = datetime.now(UTC) - timedelta(seconds=20) - max(stamps)
+    return [
+        {**event, "timestamp": (stamp + shift).isoformat()}
+        for event, stamp in zip(events, stamps, strict=True)
+    ]
 
 
 def shoot(server: LiveServer, conversation_id: str) -> None:
