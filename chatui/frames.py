@@ -212,10 +212,15 @@ def replay_frame(conversation_id, after: int) -> Frame | None:
 
 @receiver(events_ingested, dispatch_uid="chatui.frames.broadcast")
 def broadcast(
-    sender, conversation_id, first_seq: int, last_seq: int, changes: ChangeSet, **kwargs
+    sender,
+    conversation: Conversation,
+    conversation_id,
+    first_seq: int,
+    last_seq: int,
+    changes: ChangeSet,
+    **kwargs,
 ) -> None:
     """Render the frame once and hand it to every viewer's consumer."""
-    conversation = Conversation.objects.get(pk=conversation_id)
     frame = change_frame(conversation, first_seq, last_seq, changes)
     async_to_sync(get_channel_layer().group_send)(
         group_name(conversation_id),

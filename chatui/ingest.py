@@ -26,8 +26,9 @@ from .projection import ChangeSet, Projector
 
 logger = logging.getLogger(__name__)
 
-#: Sent after an ingest transaction commits, with `conversation_id`, `first_seq`,
-#: `last_seq` and `changes` (a ChangeSet). The live push listens to it.
+#: Sent after an ingest transaction commits, with `conversation` (as committed),
+#: `conversation_id`, `first_seq`, `last_seq` and `changes` (a ChangeSet). The live
+#: push listens to it.
 events_ingested = Signal()
 
 LOCK_RETRIES = 5
@@ -149,6 +150,7 @@ def _announce_on_commit(conversation: Conversation, first_seq: int, changes: Cha
     def announce() -> None:
         events_ingested.send_robust(
             sender=Conversation,
+            conversation=conversation,
             conversation_id=conversation.pk,
             first_seq=first_seq,
             last_seq=conversation.last_seq,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import takewhile
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
@@ -106,22 +109,24 @@ def batch_slice(message: Message) -> list[Message]:
             break
         seen.add(parent.tool_call_id)
         start = parent if parent.position < start.position else start
-    before = _walk(siblings.filter(position__lt=start.position).order_by("-position"), breaks_batch)
-    after = _walk(siblings.filter(position__gt=message.position).order_by("position"), breaks_batch)
-    middle = list(siblings.filter(position__gte=start.position, position__lte=message.position))
-    return before[::-1] + middle + after
+    earlier = _chunks(siblings.filter(position__lt=start.position).order_by("-position"))
+    before = list(takewhile(lambda m: not breaks_batch(m), earlier))
+    # From the batch's start through `message`, then on to the next breaker: one query
+    # in the usual case, where `message` is near the end of the conversation.
+    rest: list[Message] = []
+    for later in _chunks(siblings.filter(position__gte=start.position)):
+        if later.position > message.position and breaks_batch(later):
+            break
+        rest.append(later)
+    return before[::-1] + rest
 
 
-def _walk(query: QuerySet[Message], stop) -> list[Message]:
-    """Messages from `query` up to (not including) the first that breaks a batch."""
-    taken: list[Message] = []
+def _chunks(query: QuerySet[Message]) -> Iterator[Message]:
+    """`query`'s rows, read _LOOKBACK at a time (a walk usually stops early)."""
     offset = 0
     while True:
         chunk = list(query[offset : offset + _LOOKBACK])
-        for message in chunk:
-            if stop(message):
-                return taken
-            taken.append(message)
+        yield from chunk
         if len(chunk) < _LOOKBACK:
-            return taken
+            return
         offset += _LOOKBACK
