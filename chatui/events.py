@@ -205,10 +205,6 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def body_hash(raw_event: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(raw_event).encode()).hexdigest()
-
-
 def unwrap_batch(body: Any) -> list[Any]:
     """One event, a JSON array of events, or {"events": [...]}."""
     if isinstance(body, list):

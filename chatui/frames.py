@@ -59,12 +59,14 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
 
 
 def transcript_context(
-    conversation: Conversation, messages: Sequence[Message] | None = None
+    conversation: Conversation,
+    messages: Sequence[Message] | None = None,
+    *,
+    has_earlier: bool = False,
 ) -> dict:
+    """What the transcript partials need: the latest window unless `messages` is given."""
     if messages is None:
         messages, has_earlier = selectors.transcript_window(conversation)
-    else:
-        has_earlier = False
     return {
         "conversation": conversation,
         "items": presenters.present_transcript(list(messages)),
@@ -141,23 +143,14 @@ def _assistant_parts(message: Message, created: set[int], done: set[int]) -> lis
     return parts
 
 
-def _batch_of(message: Message):
+def _batch_of(message: Message) -> presenters.ToolBatchView | None:
     """Present the batch holding `message` from the messages it spans."""
     items = presenters.present_transcript(selectors.batch_slice(message))
-    for item in items:
-        if isinstance(item, presenters.ToolBatchView) and message.pk in _entry_pks(item):
-            return item
-    return None
+    return presenters.batch_containing(items, message.pk)
 
 
-def _entry_pks(batch) -> set[int]:
-    pks: set[int] = set()
-    stack = list(batch.entries)
-    while stack:
-        entry = stack.pop()
-        pks.add(entry.pk)
-        stack.extend(entry.children)
-    return pks
+def _entry_pks(batch: presenters.ToolBatchView) -> set[int]:
+    return {entry.pk for entry in presenters.iter_entries(batch.entries)}
 
 
 def _render_item(item, *, append: bool) -> str:
@@ -171,16 +164,20 @@ def _delete(dom_id: str) -> str:
     return f'<div id="{dom_id}" hx-swap-oob="delete"></div>'
 
 
-def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
-    """The status badge, Stop button and whether the composer takes input now."""
+def composer_open(conversation: Conversation) -> bool:
+    """May the owner send now? A run that has ended in the log frees the composer even
+    while its task winds down here; a running one only if its agent takes interjections."""
     from .agents import accepts_input
 
+    return conversation.status != "running" or accepts_input(conversation.pk)
+
+
+def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
+    """The status badge, Stop button and whether the composer takes input now."""
     context = {
         "conversation": conversation,
         "oob": oob,
-        # A run that has ended in the log frees the composer, even while its task
-        # is still winding down in this process.
-        "accepts_input": conversation.status != "running" or accepts_input(conversation.pk),
+        "accepts_input": composer_open(conversation),
     }
     return render_to_string("chatui/_run_state.html", context)
 

@@ -59,9 +59,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context = frames.transcript_context(conversation)
     context["compose_token"] = uuid.uuid4().hex
     context["can_post"] = conversation.owner_id == request.user.pk
-    context["accepts_input"] = conversation.status != "running" or agents.accepts_input(
-        conversation.pk
-    )
+    context["accepts_input"] = frames.composer_open(conversation)
     return render(request, "chatui/conversation.html", context)
 
 
@@ -84,8 +82,7 @@ def earlier_messages(request: HttpRequest, conversation_id) -> HttpResponse:
     if not before.isdigit():
         return HttpResponse("'before' must be a message position", status=400)
     messages, has_earlier = selectors.transcript_window(conversation, before_position=int(before))
-    context = frames.transcript_context(conversation, messages)
-    context["has_earlier"] = has_earlier
+    context = frames.transcript_context(conversation, messages, has_earlier=has_earlier)
     return render(request, "chatui/_transcript.html#earlier", context)
 
 
