@@ -79,20 +79,14 @@ def transcript_window(
     if before_position is not None:
         query = query.filter(position__lt=before_position)
     window = list(query.order_by("-position")[:limit])[::-1]
-    while window and not breaks_batch(window[0]):
-        earlier = list(
-            query.filter(position__lt=window[0].position).order_by("-position")[:_LOOKBACK]
-        )
-        if not earlier:
-            break
-        for index, message in enumerate(earlier):
-            if breaks_batch(message):
-                window = earlier[: index + 1][::-1] + window
+    if window and not breaks_batch(window[0]):
+        # Widen back through the batch the window opens in, up to the message before it.
+        widened: list[Message] = []
+        for earlier in _chunks(query.filter(position__lt=window[0].position).order_by("-position")):
+            widened.append(earlier)
+            if breaks_batch(earlier):
                 break
-        else:
-            window = earlier[::-1] + window
-            continue
-        break
+        window = widened[::-1] + window
     has_earlier = bool(window) and query.filter(position__lt=window[0].position).exists()
     return window, has_earlier
 
