@@ -10,10 +10,11 @@ PORT ?= 8000
 
 .PHONY: install chromium run test lint bench clean
 
-$(STAMP): pyproject.toml
+# chatui and its runtime client (clients/python: its own package, needing only httpx).
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -e ./clients/python -e ".[test]"
 	touch $@
 
 install: $(STAMP)
@@ -28,7 +29,7 @@ chromium:
 
 run: install
 	$(BIN)/python manage.py migrate --noinput -v0
-	$(BIN)/python manage.py setup_demo
+	$(BIN)/python manage.py setup_demo --host $(HOST) --port $(PORT)
 	$(BIN)/daphne -b $(HOST) -p $(PORT) chatui.asgi:application
 
 lint: install
@@ -37,6 +38,7 @@ lint: install
 
 test: install chromium
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
 clean:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An example agent runtime: one conversation driven end to end through `chatui.client`.
+"""An example agent runtime: one conversation driven end to end through `chatui_client`.
 
     python examples/runtime.py --url http://127.0.0.1:8000 --token TOKEN
 
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from chatui.client import ChatuiClient, ChatuiError, Run, ToolCall
-except ImportError:  # run from a checkout where chatui is not installed
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from chatui.client import ChatuiClient, ChatuiError, Run, ToolCall
+    from chatui_client import ChatuiClient, ChatuiError, Run, ToolCall
+except ImportError:  # run from a checkout where the client is not installed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "python"))
+    from chatui_client import ChatuiClient, ChatuiError, Run, ToolCall
 
 RUN_ID = "run_release_check"
 START = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""chatui.client against the real server (SPEC §2.1, §9, REL1, REL2).
+"""chatui_client against the real server (SPEC §2.1, §9, REL1, REL2).
 
 Failures are real: a loopback HTTP proxy in front of the server answers 503/429, drops
 connections, loses answers the server already committed, or stalls past the client's
@@ -18,8 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-
-from chatui.client import (
+from chatui_client import (
     NO_RETRY,
     AsyncChatuiClient,
     ChatuiClient,

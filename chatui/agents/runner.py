@@ -1,11 +1,11 @@
 """Runs: one asyncio task per agent run, on the ASGI process's event loop.
 
-`start_run` is called from async code (the composer's async view, after it has
-ingested the user's message) and creates a task on the running loop. Called from
-sync code, it uses the loop that code was called from (a sync view under daphne
-runs in a thread of the server's loop), else the runner's own long-lived loop
-thread (a management command, the WSGI test client); `stop_run` and
-`wait_for_run` work from any loop. The task
+`start_run` is called from sync code: the composer's view (after it has ingested
+the user's message), `/showcase` and `setup_demo`. A sync view under daphne runs in
+a thread of the server's loop, and the run's task goes on that loop; without such a
+loop (a management command, the WSGI test client) it goes on the runner's own
+long-lived loop thread. Called from async code, it creates the task on the running
+loop. `stop_run` and `wait_for_run` work from any loop. The task
 
 1. ingests `agent.status running` with the run id,
 2. awaits `agent.run(ctx)` — the agent reports everything through `ctx`, whose
@@ -217,8 +217,8 @@ def start_run(
 ) -> str:
     """Start a run of `agent` (default: `get_agent()`) answering `user_text`.
 
-    Meant for async code in the ASGI process (the task goes on the running
-    loop); from sync code it uses the runner's own loop thread. Returns the run
+    The task goes on the running loop (async callers), on the server's loop
+    that called a sync view, else on the runner's own loop thread. Returns the run
     id. If a run is going in this conversation and its agent accepts
     interjections, the text is handed to that run and its id returned;
     otherwise it raises `RunInProgress`.

@@ -11,8 +11,20 @@ DEMO_PASSWORD = "demo-password"
 FIRST_QUESTION = "What can you do? List the files in notes, then read notes/todo.txt."
 
 
+def server_url(host: str, port: int) -> str:
+    """The URL to open for a server bound to `host`:`port` (IPv6 hosts in brackets)."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
 class Command(BaseCommand):
     help = "Create the demo user and a first conversation with the demo agent, print the login."
+
+    def add_arguments(self, parser) -> None:
+        # Only for the message: `make run` passes the address daphne is about to serve.
+        parser.add_argument("--host", default="127.0.0.1", help="the host the server binds")
+        parser.add_argument("--port", type=int, default=8000, help="the port the server binds")
 
     def handle(self, *args, **options):
         users = get_user_model()
@@ -22,7 +34,7 @@ class Command(BaseCommand):
         if not Conversation.objects.filter(owner=user).exists():
             self._first_conversation(user)
         self.stdout.write(
-            "\n  chatui is starting on http://127.0.0.1:8000/\n"
+            f"\n  chatui is starting on {server_url(options['host'], options['port'])}\n"
             f"  log in as  {DEMO_USERNAME} / {DEMO_PASSWORD}\n"
         )
 
