@@ -187,6 +187,18 @@ CHATUI_MAX_REQUEST_BYTES = int(os.environ.get("CHATUI_MAX_REQUEST_BYTES", 8 * 10
 CHATUI_MAX_JSON_DEPTH = 64
 DATA_UPLOAD_MAX_MEMORY_SIZE = CHATUI_MAX_REQUEST_BYTES
 
+# Edge limits (chatui.edge): refused as the request arrives, before its body is kept.
+# The API's is CHATUI_MAX_REQUEST_BYTES; forms (login, admin, stop) get this:
+CHATUI_MAX_FORM_BYTES = int(os.environ.get("CHATUI_MAX_FORM_BYTES", 64 * 1024))
+# Form encoding at most triples a message (%XX per non-ASCII byte, \n sent as %0D%0A),
+# so the composer takes every message the event limit takes.
+CHATUI_MAX_COMPOSER_BYTES = 3 * CHATUI_MAX_EVENT_BYTES + CHATUI_MAX_FORM_BYTES
+# The largest transcript file the admin's import view accepts.
+CHATUI_MAX_IMPORT_BYTES = int(os.environ.get("CHATUI_MAX_IMPORT_BYTES", 32 * 1024 * 1024))
+# A request's headers and body must arrive within this many seconds of its request
+# line; a connection that sends nothing is closed after as long.
+CHATUI_REQUEST_TIMEOUT = float(os.environ.get("CHATUI_REQUEST_TIMEOUT", "30"))
+
 # Agents (SPEC §9). `demo` needs nothing; the others read their endpoints from here.
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
 CHATUI_DEMO_DELAY = float(os.environ.get("CHATUI_DEMO_DELAY", "0.35"))
