@@ -68,16 +68,18 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The security headers come before WhiteNoise, which answers static files itself:
+    # static responses carry them too.
     "django.middleware.security.SecurityMiddleware",
+    "chatui.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "chatui.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "chatui.urls"
@@ -180,6 +182,22 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
+
+# HTTPS deployments: off by default, so `make run` works over plain http.
+# CHATUI_HTTPS=1 when browsers reach chatui over https (directly or through a proxy):
+# cookies only over https, HSTS, http redirected to https.
+CHATUI_HTTPS = env_bool("CHATUI_HTTPS")
+SESSION_COOKIE_SECURE = CHATUI_HTTPS
+CSRF_COOKIE_SECURE = CHATUI_HTTPS
+SECURE_SSL_REDIRECT = env_bool("CHATUI_SSL_REDIRECT", CHATUI_HTTPS)
+SECURE_HSTS_SECONDS = int(os.environ.get("CHATUI_HSTS_SECONDS", 31_536_000 if CHATUI_HTTPS else 0))
+# Both reach beyond this app (every subdomain; browsers' built-in lists): opt in.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CHATUI_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("CHATUI_HSTS_PRELOAD")
+# Only behind a proxy that sets X-Forwarded-Proto itself and strips the client's:
+# otherwise any client could claim https.
+if env_bool("CHATUI_BEHIND_TLS_PROXY"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Ingest limits (SEC6).
 CHATUI_MAX_EVENT_BYTES = int(os.environ.get("CHATUI_MAX_EVENT_BYTES", 1024 * 1024))
