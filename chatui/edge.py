@@ -57,6 +57,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 API_PREFIX = "/api/"
 #: Where the edge leaves the request's `ApiToken` for `chatui.api.api_view`.
 SCOPE_TOKEN = "chatui.api_token"
+#: Set by `GuardedRequest`: the rules were applied as the request arrived.
+SCOPE_CHECKED = "chatui.edge_checked"
 #: `ApiToken.last_used_at` is written at most this often per token.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 #: After a refusal, how long a client still sending may go on (its bytes dropped unread)
@@ -187,14 +189,14 @@ class EdgeMiddleware:
     """The edge rules on an ASGI HTTP scope and its body messages.
 
     Under daphne `GuardedRequest` has already applied them as the bytes arrived (and put
-    the token in the scope); here they cost a few header lookups.
+    the token in the scope), and the whole body is in hand: nothing is left to do.
     """
 
     def __init__(self, app: ASGIApp):
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get(SCOPE_CHECKED):
             return await self.app(scope, receive, send)
         headers = scope["headers"]
         if scope["path"].startswith(API_PREFIX) and SCOPE_TOKEN not in scope:
@@ -273,7 +275,7 @@ class GuardedRequest(WebRequest):
         self.authenticating: Deferred | None = None
         self.held: tuple[bytes, bytes, bytes] | None = None
         #: Added to the ASGI scope by `create_with_edge_scope`.
-        self.edge_scope: Scope = {}
+        self.edge_scope: Scope = {SCOPE_CHECKED: True}
 
     def gotLength(self, length: int | None) -> None:
         super().gotLength(length)

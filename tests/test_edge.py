@@ -158,6 +158,24 @@ def test_edge_declared_api_body_over_the_limit_is_413_before_it_is_sent(edge_ser
     assert got.closed
 
 
+def test_edge_refusal_does_not_invite_the_body_with_100_continue(edge_server):
+    sock = connect(
+        edge_server,
+        "\r\n".join(
+            [
+                "POST /accounts/login/ HTTP/1.1",
+                "Expect: 100-continue",
+                f"Content-Length: {FORM_LIMIT + 1}",
+            ]
+        ),
+    )
+    raw = b""
+    while chunk := sock.recv(65536):
+        raw += chunk
+    assert raw.startswith(b"HTTP/1.1 413 ")
+    assert b"100 Continue" not in raw
+
+
 def test_edge_chunked_api_body_is_cut_at_the_limit_with_413(edge_server):
     before = rss(edge_server)
     sock = connect(
