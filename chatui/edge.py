@@ -199,7 +199,7 @@ class EdgeMiddleware:
         if scope["type"] != "http" or scope.get(SCOPE_CHECKED):
             return await self.app(scope, receive, send)
         headers = scope["headers"]
-        if scope["path"].startswith(API_PREFIX) and SCOPE_TOKEN not in scope:
+        if scope["path"].startswith(API_PREFIX):
             authorization = header(headers, b"authorization") or b""
             credential = bearer_credential(authorization.decode("latin-1"))
             token = await token_for_async(credential) if credential else None
