@@ -34,6 +34,7 @@ import zipfile
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
@@ -72,8 +73,8 @@ admin.site.index_title = "Transcripts and their event logs"
 #: Messages of a conversation shown in its admin page (the latest ones; the
 #: window never cuts a tool batch in two). Exports hold everything.
 TRANSCRIPT_LIMIT = 1000
-#: Largest transcript file the import view accepts.
-IMPORT_MAX_BYTES = 32 * 1024 * 1024
+#: Largest transcript file the import view accepts (the edge refuses larger uploads).
+IMPORT_MAX_BYTES = settings.CHATUI_MAX_IMPORT_BYTES
 LIST_TEXT_CHARS = 120
 ERROR_Q = Q(role=Role.TOOL, tool_status=ToolStatus.ERROR) | Q(role=Role.STATUS, status_type="error")
 

@@ -10,16 +10,18 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from chatui.edge import EdgeMiddleware, SameOriginValidator, guard_daphne  # noqa: E402
 from chatui.routing import websocket_urlpatterns  # noqa: E402
+
+# Under daphne, the edge rules must run as the request arrives: daphne reads the whole
+# body before it calls the application (chatui.edge).
+guard_daphne()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "http": EdgeMiddleware(django_asgi_app),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -68,16 +68,18 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The security headers come before WhiteNoise, which answers static files itself:
+    # static responses carry them too.
     "django.middleware.security.SecurityMiddleware",
+    "chatui.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "chatui.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "chatui.urls"
@@ -181,11 +183,39 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 
+# HTTPS deployments: off by default, so `make run` works over plain http.
+# CHATUI_HTTPS=1 when browsers reach chatui over https (directly or through a proxy):
+# cookies only over https, HSTS, http redirected to https.
+CHATUI_HTTPS = env_bool("CHATUI_HTTPS")
+SESSION_COOKIE_SECURE = CHATUI_HTTPS
+CSRF_COOKIE_SECURE = CHATUI_HTTPS
+SECURE_SSL_REDIRECT = env_bool("CHATUI_SSL_REDIRECT", CHATUI_HTTPS)
+SECURE_HSTS_SECONDS = int(os.environ.get("CHATUI_HSTS_SECONDS", 31_536_000 if CHATUI_HTTPS else 0))
+# Both reach beyond this app (every subdomain; browsers' built-in lists): opt in.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CHATUI_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("CHATUI_HSTS_PRELOAD")
+# Only behind a proxy that sets X-Forwarded-Proto itself and strips the client's:
+# otherwise any client could claim https.
+if env_bool("CHATUI_BEHIND_TLS_PROXY"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 # Ingest limits (SEC6).
 CHATUI_MAX_EVENT_BYTES = int(os.environ.get("CHATUI_MAX_EVENT_BYTES", 1024 * 1024))
 CHATUI_MAX_REQUEST_BYTES = int(os.environ.get("CHATUI_MAX_REQUEST_BYTES", 8 * 1024 * 1024))
 CHATUI_MAX_JSON_DEPTH = 64
 DATA_UPLOAD_MAX_MEMORY_SIZE = CHATUI_MAX_REQUEST_BYTES
+
+# Edge limits (chatui.edge): refused as the request arrives, before its body is kept.
+# The API's is CHATUI_MAX_REQUEST_BYTES; forms (login, admin, stop) get this:
+CHATUI_MAX_FORM_BYTES = int(os.environ.get("CHATUI_MAX_FORM_BYTES", 64 * 1024))
+# Form encoding at most triples a message (%XX per non-ASCII byte, \n sent as %0D%0A),
+# so the composer takes every message the event limit takes.
+CHATUI_MAX_COMPOSER_BYTES = 3 * CHATUI_MAX_EVENT_BYTES + CHATUI_MAX_FORM_BYTES
+# The largest transcript file the admin's import view accepts.
+CHATUI_MAX_IMPORT_BYTES = int(os.environ.get("CHATUI_MAX_IMPORT_BYTES", 32 * 1024 * 1024))
+# A request's headers and body must arrive within this many seconds of its request
+# line; a connection that sends nothing is closed after as long.
+CHATUI_REQUEST_TIMEOUT = float(os.environ.get("CHATUI_REQUEST_TIMEOUT", "30"))
 
 # Agents (SPEC §9). `demo` needs nothing; the others read their endpoints from here.
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")

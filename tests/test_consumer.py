@@ -24,6 +24,7 @@ from chatui.models import Conversation
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
+HOST = (b"host", b"127.0.0.1")  # the origin check compares Origin with the request's own
 MARKER = re.compile(r"^<!--seq (\d+) (\d+)-->")
 
 
@@ -45,7 +46,7 @@ async def connect(conversation, user=None, *, after=None, origin=ORIGIN):
     path = f"/ws/conversations/{conversation.pk}/"
     if after is not None:
         path += f"?after={after}"
-    headers = [origin] if origin else []
+    headers = [HOST, origin] if origin else [HOST]
     if user is not None:
         headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
     communicator = WebsocketCommunicator(application, path, headers=headers)
@@ -123,7 +124,7 @@ async def test_replay_then_live_in_order_with_a_live_event_sent_mid_replay(peopl
     communicator = WebsocketCommunicator(
         application,
         f"/ws/conversations/{conversation.pk}/?after=1",
-        headers=[ORIGIN, (b"cookie", await sync_to_async(session_cookie)(owner))],
+        headers=[HOST, ORIGIN, (b"cookie", await sync_to_async(session_cookie)(owner))],
     )
     # The page has seq 1. Connect and, at the same moment, a live event arrives:
     # the consumer joined the group before reading the log, so whichever way the
