@@ -168,15 +168,9 @@ def _drop_duplicates(
     """REL1: the same event_id and body again is a no-op; another body is a 409."""
     events = list(events)
     ids = [event.event_id for event in events if event.event_id]
-    known = (
-        dict(
-            Event.objects.filter(conversation=conversation, event_id__in=ids).values_list(
-                "event_id", "body_hash"
-            )
-        )
-        if ids
-        else {}
-    )
+    # No ordering: Event's default one joins the conversation table to sort by it.
+    prior_events = Event.objects.filter(conversation=conversation, event_id__in=ids).order_by()
+    known = dict(prior_events.values_list("event_id", "body_hash")) if ids else {}
     fresh, duplicates = [], 0
     for event in events:
         if event.event_id:

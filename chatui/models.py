@@ -41,7 +41,11 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"]),
+            # The admin's date hierarchy reads MIN/MAX(created_at) on every list page.
+            models.Index(fields=["created_at"]),
+        ]
         permissions = [
             ("ingest_any", "Can post events to any user's conversation"),
         ]
