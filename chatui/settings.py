@@ -123,9 +123,9 @@ SQLITE_OPTIONS = {
 }
 
 POSTGRES_POOL = {
-    # Per process. Each ASGI process uses few connections at once (its sync thread,
-    # the consumers' database thread, one per running agent), so N processes fit
-    # PostgreSQL's default max_connections (100) with room to spare.
+    # Per process. An ASGI process holds few connections at once (the threads running
+    # its requests, its sockets' database calls, the agents' thread), so N processes
+    # fit PostgreSQL's max_connections (100 by default; 200 under make run-cluster).
     "min_size": int(os.environ.get("CHATUI_DB_POOL_MIN", "2")),
     "max_size": int(os.environ.get("CHATUI_DB_POOL_MAX", "10")),
     # Waiting longer for a free connection only hides an overload; fail the request.
