@@ -43,3 +43,45 @@ test: install chromium
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
+
+# -- cluster mode (SPEC §12.1): PostgreSQL + Redis under var/cluster, N web processes --
+# `make run-cluster WORKERS=4` serves http://$(HOST):$(PORT) from 4 daphne processes;
+# `make stop-cluster` stops them and the databases. `make test-cluster` runs the
+# non-browser suite and tests/cluster/ against PostgreSQL + Redis.
+
+WORKERS ?= 2
+CLUSTER_DIR := var/cluster
+CLUSTER_PG_PORT ?= 55432
+CLUSTER_REDIS_PORT ?= 56379
+CLUSTER_STAMP := $(VENV)/.installed-cluster
+CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) CLUSTER_PG_PORT=$(CLUSTER_PG_PORT) \
+	CLUSTER_REDIS_PORT=$(CLUSTER_REDIS_PORT) \
+	DATABASE_URL=postgres://chatui@127.0.0.1:$(CLUSTER_PG_PORT)/chatui
+SERVICES := scripts/cluster/services.sh
+
+.PHONY: install-cluster run-cluster stop-cluster test-cluster
+
+$(CLUSTER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[test,postgres,redis]"
+	touch $@
+
+install-cluster: $(CLUSTER_STAMP)
+	$(CLUSTER_ENV) $(SERVICES) install
+
+run-cluster: install-cluster
+	$(CLUSTER_ENV) $(SERVICES) start
+	$(CLUSTER_ENV) $(BIN)/python manage.py migrate --noinput -v0
+	$(CLUSTER_ENV) REDIS_URL=redis://127.0.0.1:$(CLUSTER_REDIS_PORT)/0 \
+		$(BIN)/python manage.py setup_demo
+	@echo "PostgreSQL and Redis keep running after Ctrl-C; 'make stop-cluster' stops them."
+	$(CLUSTER_ENV) REDIS_URL=redis://127.0.0.1:$(CLUSTER_REDIS_PORT)/0 \
+		$(BIN)/python scripts/cluster/serve.py --workers $(WORKERS) \
+		--host $(HOST) --port $(PORT) --run-dir $(CLUSTER_DIR)
+
+stop-cluster:
+	$(CLUSTER_ENV) $(SERVICES) stop
+
+# Redis database 1, so tests never mix with a `make run-cluster` on database 0.
+test-cluster: install-cluster
+	$(CLUSTER_ENV) REDIS_URL=redis://127.0.0.1:$(CLUSTER_REDIS_PORT)/1 \
+		PYTHON=$(BIN)/python scripts/cluster/test.sh

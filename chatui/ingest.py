@@ -12,11 +12,12 @@ import random
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -32,7 +33,11 @@ logger = logging.getLogger(__name__)
 events_ingested = Signal()
 
 LOCK_RETRIES = 5
+# SQLite only: one writer at a time per process (see `_turn`).
 _WRITER = threading.Lock()
+# PostgreSQL aborts a transaction with these when it cannot order it against another
+# (serialization failure, deadlock); running it again is the documented remedy.
+RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 
 
 @dataclass
@@ -57,19 +62,64 @@ def ingest(conversation: Conversation, body: Any) -> IngestResult:
 
 
 def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
+    events = _storable(events)
     for attempt in range(LOCK_RETRIES):
         try:
-            # Writers of one process take turns here, in arrival order, rather than
-            # in SQLite's busy handler, which is unfair (bench/p2: p99 3–4 s → ~0.6 s).
-            with _WRITER:
+            with _turn():
                 return _ingest_once(conversation, events)
         except OperationalError as error:
-            # The busy timeout should absorb contention; this is the last resort.
-            if "locked" not in str(error) or attempt == LOCK_RETRIES - 1:
+            # SQLite's busy timeout and PostgreSQL's row lock should absorb contention;
+            # this is the last resort. The transaction rolled back whole: nothing applied.
+            if not _is_retryable(error) or attempt == LOCK_RETRIES - 1:
                 raise
-            logger.warning("database locked while ingesting; retrying (%s)", attempt + 1)
+            logger.warning("ingest transaction lost a race (%s); retrying (%s)", error, attempt + 1)
             time.sleep(0.05 * (2**attempt) + random.random() * 0.05)
     raise AssertionError("unreachable")
+
+
+def _turn() -> AbstractContextManager:
+    """On SQLite, writers of one process take turns here, in arrival order, rather
+    than in SQLite's busy handler, which is unfair (bench/p2: p99 3–4 s → ~0.6 s).
+    On PostgreSQL the conversation's row lock orders writers across processes, and
+    writers of different conversations must not wait for each other."""
+    return _WRITER if connection.vendor == "sqlite" else nullcontext()
+
+
+def _is_retryable(error: OperationalError) -> bool:
+    if connection.vendor == "sqlite":
+        return "locked" in str(error)
+    # PostgreSQL aborted the whole transaction: inside a caller's own transaction only
+    # the caller can run it again.
+    if connection.in_atomic_block:
+        return False
+    return getattr(error.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
+
+
+def _storable(events: list[NormalisedEvent]) -> list[NormalisedEvent]:
+    """PostgreSQL's text cannot hold U+0000, which tool output read from a binary file
+    does contain: there each one is stored as U+FFFD rather than failing the request.
+    The body hash stays that of what was sent, so a retry is still a duplicate."""
+    if connection.vendor != "postgresql":
+        return events
+    return [
+        replace(
+            event,
+            payload=_without_nul(event.payload),
+            event_id=_without_nul(event.event_id),
+            run_id=_without_nul(event.run_id),
+        )
+        for event in events
+    ]
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
 
 
 def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
@@ -118,15 +168,9 @@ def _drop_duplicates(
     """REL1: the same event_id and body again is a no-op; another body is a 409."""
     events = list(events)
     ids = [event.event_id for event in events if event.event_id]
-    known = (
-        dict(
-            Event.objects.filter(conversation=conversation, event_id__in=ids).values_list(
-                "event_id", "body_hash"
-            )
-        )
-        if ids
-        else {}
-    )
+    # No ordering: Event's default one joins the conversation table to sort by it.
+    prior_events = Event.objects.filter(conversation=conversation, event_id__in=ids).order_by()
+    known = dict(prior_events.values_list("event_id", "body_hash")) if ids else {}
     fresh, duplicates = [], 0
     for event in events:
         if event.event_id:

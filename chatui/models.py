@@ -15,6 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from .fields import OrderedJSONField
+
 
 class ConversationStatus(models.TextChoices):
     IDLE = "idle", "Idle"
@@ -39,7 +41,11 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"]),
+            # The admin's date hierarchy reads MIN/MAX(created_at) on every list page.
+            models.Index(fields=["created_at"]),
+        ]
         permissions = [
             ("ingest_any", "Can post events to any user's conversation"),
         ]
@@ -63,7 +69,7 @@ class Event(models.Model):
     type = models.CharField(max_length=40)
     run_id = models.CharField(max_length=200, blank=True)
     tool_call_id = models.CharField(max_length=200, blank=True, db_index=True)
-    payload = models.JSONField()
+    payload = OrderedJSONField()
     timestamp = models.DateTimeField()
     received_at = models.DateTimeField()
 
@@ -106,7 +112,7 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
     timestamp = models.DateTimeField()
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = OrderedJSONField(default=dict, blank=True)
     # Order of creation: creating event's seq * 1000 + index within that event.
     position = models.PositiveBigIntegerField()
     run_id = models.CharField(max_length=200, blank=True)

@@ -124,8 +124,18 @@ SQLITE_OPTIONS = {
     "timeout": 20,
 }
 
+POSTGRES_POOL = {
+    # Per process. An ASGI process holds few connections at once (the threads running
+    # its requests, its sockets' database calls, the agents' thread), so N processes
+    # fit PostgreSQL's max_connections (100 by default; 200 under make run-cluster).
+    "min_size": int(os.environ.get("CHATUI_DB_POOL_MIN", "2")),
+    "max_size": int(os.environ.get("CHATUI_DB_POOL_MAX", "10")),
+    # Waiting longer for a free connection only hides an overload; fail the request.
+    "timeout": float(os.environ.get("CHATUI_DB_POOL_TIMEOUT", "10")),
+}
+
 if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
 else:
     DATABASES = {
         "default": {
@@ -139,6 +149,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests get a real file too: an in-memory shared-cache database locks whole
     # tables ("database table is locked") when a run's thread writes beside a request.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # psycopg 3's pool (Django 5.1+) instead of persistent connections, which Django
+    # refuses beside a pool: a connection goes back to the pool at each request's end.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = POSTGRES_POOL
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

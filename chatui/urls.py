@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import api
+from . import api, health
 
 api_patterns = [
     path("conversations", api.conversations, name="conversations"),
@@ -15,6 +15,7 @@ api_patterns = [
 ]
 
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
     path("api/v1/", include((api_patterns, "api"))),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

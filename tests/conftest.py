@@ -10,8 +10,10 @@ from django.test import Client
 
 from chatui.ingest import ingest
 from chatui.models import ApiToken, Conversation
+from tests.support.live import cluster_mode, drop_created_databases
 
 FIXTURES = Path(__file__).parent / "fixtures"
+CLUSTER_TESTS = Path(__file__).parent / "cluster"
 
 
 def load_fixture(name: str) -> Any:
@@ -90,7 +92,44 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(reason): holds only on SQLite; deselected in cluster mode "
+        "(make test-cluster), the reason says why",
+    )
+    config.addinivalue_line(
+        "markers",
+        "cluster: needs PostgreSQL and Redis (tests/cluster/); collected in make test-cluster only",
+    )
+
+
+def pytest_ignore_collect(collection_path, config):
+    """tests/cluster/ needs PostgreSQL, Redis and their client libraries, which a plain
+    `make test` does not install: outside cluster mode it is not even imported."""
+    if cluster_mode():
+        return None
+    return True if CLUSTER_TESTS in (collection_path, *collection_path.parents) else None
+
+
 def pytest_collection_modifyitems(config, items):
     """Browser tests last: they are the slowest, and Playwright's sync API keeps an
-    event loop running in the main thread, which asyncio.run() elsewhere refuses."""
+    event loop running in the main thread, which asyncio.run() elsewhere refuses.
+
+    `make test-cluster` runs against PostgreSQL + Redis and leaves out what can only
+    hold on SQLite; its own tests (tests/cluster/) are marked `cluster`."""
     items.sort(key=lambda item: "tests/browser/" in str(item.path))
+    for item in items:
+        if CLUSTER_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.cluster)
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None and not marker.kwargs.get("reason"):
+            raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs reason=…")
+    if cluster_mode():
+        deselected = [item for item in items if item.get_closest_marker("sqlite_only")]
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("sqlite_only")]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    drop_created_databases()

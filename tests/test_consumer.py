@@ -8,9 +8,8 @@ import re
 import uuid
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
+from channels.layers import channel_layers, get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -28,12 +27,14 @@ HOST = (b"host", b"127.0.0.1")  # the origin check compares Origin with the requ
 MARKER = re.compile(r"^<!--seq (\d+) (\d+)-->")
 
 
-@pytest_asyncio.fixture(autouse=True)
-async def fresh_channel_layer():
-    """Groups and queued messages must not leak from one test into the next."""
-    await get_channel_layer().flush()
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Groups and queued messages must not leak from one test into the next: each test
+    gets a new layer. (Not `flush()`: channels-redis's closes the connections of every
+    event loop from this one, the agents' long-lived loop included, and fails.)"""
+    channel_layers.backends.clear()
     yield
-    await get_channel_layer().flush()
+    channel_layers.backends.clear()
 
 
 def session_cookie(user) -> bytes:

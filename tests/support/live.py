@@ -1,26 +1,79 @@
-"""A real chatui server for end-to-end tests: daphne in a subprocess, own SQLite file.
+"""A real chatui server for end-to-end tests: daphne in a subprocess, own database.
 
 pytest-django's live_server has no WebSockets, so browser and client tests start
 the real ASGI server. The server gets its own database (migrated here) and a user
 with an API token; tests create their data through the API, as a runtime would.
+
+The database is a SQLite file, or — when the tests run against PostgreSQL
+(`make test-cluster`: DATABASE_URL and REDIS_URL set) — a fresh database on that
+server, and the server uses the tests' Redis. Several servers may share one
+database (`database_url=`): that is cluster mode, N processes behind one truth.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 USERNAME = "e2e"
 PASSWORD = "e2e-password-1"
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
+def cluster_mode() -> bool:
+    """Do these tests run against PostgreSQL and Redis (`make test-cluster`)?"""
+    return is_postgres(os.environ.get("DATABASE_URL", "")) and bool(os.environ.get("REDIS_URL"))
+
+
+#: Databases created by `create_postgres_database` in this process, dropped at exit.
+CREATED_DATABASES: list[str] = []
+
+
+def _with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def create_postgres_database(server_url: str) -> str:
+    """A new, empty database on the PostgreSQL server `server_url` points at; its URL."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"chatui_live_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(_with_database(server_url, "postgres"), autocommit=True) as db:
+        db.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    CREATED_DATABASES.append(_with_database(server_url, name))
+    return CREATED_DATABASES[-1]
+
+
+def drop_created_databases() -> None:
+    if not CREATED_DATABASES:
+        return  # (psycopg is installed in cluster mode only)
+    import psycopg
+    from psycopg import sql
+
+    while CREATED_DATABASES:
+        url = CREATED_DATABASES.pop()
+        name = urlsplit(url).path.lstrip("/")
+        with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as db:
+            # FORCE: a server the test left running must not keep its database alive.
+            db.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def free_port() -> int:
@@ -34,6 +87,9 @@ class LiveServer:
     data_dir: Path
     port: int = field(default_factory=free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: Empty: a SQLite file in `data_dir`, or in cluster mode a new PostgreSQL
+    #: database (made by `prepare`). Another server's URL: share its database.
+    database_url: str = ""
     token: str = ""
     process: subprocess.Popen | None = None
     #: The ASGI application daphne serves (the benchmarks serve an instrumented one).
@@ -47,7 +103,7 @@ class LiveServer:
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
-            "DATABASE_URL": f"sqlite:///{self.data_dir / 'live.sqlite3'}",
+            "DATABASE_URL": self.database_url or f"sqlite:///{self.data_dir / 'live.sqlite3'}",
             "CHATUI_DATA_DIR": str(self.data_dir),
             "DJANGO_SECRET_KEY": "e2e-tests-only",
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -71,6 +127,8 @@ class LiveServer:
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.database_url and cluster_mode():
+            self.database_url = create_postgres_database(os.environ["DATABASE_URL"])
         self.manage("migrate", "--noinput", "-v0")
         self.manage(
             "shell",
@@ -134,6 +192,19 @@ class LiveServer:
         )
 
     # -- API helpers ------------------------------------------------------------
+
+    def session_cookie(self) -> str:
+        """Log in through the real login form; returns 'sessionid=…' for a WebSocket."""
+        with httpx.Client(base_url=self.url, timeout=30) as client:
+            page = client.get("/accounts/login/")
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+            assert token, "no CSRF token on the login page"
+            done = client.post(
+                "/accounts/login/",
+                data={"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token[1]},
+            )
+            assert done.status_code == 302, f"login failed: {done.status_code}"
+            return f"sessionid={client.cookies['sessionid']}"
 
     def api(self) -> httpx.Client:
         return httpx.Client(

@@ -1,0 +1,64 @@
+"""A JSONField that keeps objects' key order on PostgreSQL too.
+
+Django's JSONField is `jsonb` on PostgreSQL, which reorders keys (shortest first).
+Key order is data here: a tool call's arguments show in the order the agent gave
+them (G3), an exported event log gives back what was posted, and re-projecting
+the event log must give the same Messages as live projection did (SPEC §1). So
+on PostgreSQL the column is `json`, which stores the text as sent; queries into
+it (`payload__status=…`) read it as `jsonb`. Other databases store text already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Func
+
+
+class AsJsonb(Func):
+    """The column as `jsonb` on PostgreSQL, where key lookups and comparisons
+    need it (`json` has no `=`); the column unchanged elsewhere."""
+
+    output_field = models.JSONField()
+
+    def as_sql(self, compiler, connection, **extra_context):
+        return compiler.compile(self.source_expressions[0])
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"({sql})::jsonb", params
+
+
+class OrderedJSONField(models.JSONField):
+    def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
+        if connection.vendor == "postgresql":
+            return "json"
+        return super().db_type(connection)
+
+    def get_db_prep_value(self, value: Any, connection: BaseDatabaseWrapper, prepared=False):
+        if connection.vendor != "postgresql":
+            return super().get_db_prep_value(value, connection, prepared)
+        from django.db.backends.postgresql.operations import get_json_dumps
+        from psycopg.types.json import Json  # psycopg is installed wherever PostgreSQL is
+
+        if not prepared:
+            value = self.get_prep_value(value)
+        return Json(value, dumps=get_json_dumps(self.encoder))
+
+    def select_format(self, compiler, sql, params):
+        # Read as text, as Django reads jsonb, so `from_db_value` decodes it with our
+        # decoder (psycopg would otherwise hand over Python objects).
+        sql, params = super().select_format(compiler, sql, params)
+        if compiler.connection.vendor == "postgresql":
+            return f"({sql})::text", params
+        return sql, params
+
+    def get_transform(self, name: str):
+        transform = super().get_transform(name)
+
+        def on_jsonb(lhs, *args, **kwargs):
+            return transform(AsJsonb(lhs), *args, **kwargs)
+
+        return on_jsonb
