@@ -6,8 +6,10 @@ writes to the database; frames are rendered once by the broadcaster, not here.
 
 Access is checked when the socket connects and again while it is open: on
 logout, on a lost group or permission (`chatui.revocation`), and periodically.
-A socket that may no longer see the conversation is closed with 4403, a code
-the htmx ws extension does not reconnect on.
+Close codes, none of which the htmx ws extension reconnects on: 4403 may not
+(or no longer) see the conversation, 4404 no such conversation, 4400 the client
+sent something (the socket only pushes), 4429 the user already holds
+CHATUI_MAX_SOCKETS_PER_USER sockets in this process.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .revocation import session_group, session_user, user_group
 
 logger = logging.getLogger(__name__)
 
+CLOSE_NO_INPUT = 4400
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY_SOCKETS = 4429
@@ -49,7 +52,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.joined: list[str] = []
         self.slot_of: object | None = None  # the user pk whose socket count this holds
         self.watcher: asyncio.Task | None = None
-        self.revoked = False
+        self.ended = False
 
     async def __call__(self, scope, receive, send) -> None:
         try:
@@ -76,7 +79,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if verdict:
             # Accept, then close with our code: browsers only see codes after the handshake.
             await self.accept()
-            await self._revoke(verdict)
+            await self._end(verdict)
             return
         await self._join(group_name(self.conversation_id))
         await self.accept()
@@ -94,33 +97,39 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message: dict) -> None:
         # Frames and client input touch no database: skip Channels' per-message
         # close_old_connections, a hop through the shared sync thread for each message
-        # (bench/p1: p99 halved). For input it also keeps a flooding client from
-        # queueing messages faster than the hops drain them.
+        # (bench/p1: p99 halved).
         kind = message["type"]
         if kind == "transcript.frame":
             await self.transcript_frame(message)
         elif kind == "websocket.receive":
-            pass  # the socket only pushes; input goes through the form POST (SPEC §5)
+            await self.refuse_input()
         else:
             await super().dispatch(message)
 
+    async def refuse_input(self) -> None:
+        """The socket only pushes; input goes through the form POST (SPEC §5), and the
+        page never sends. Whoever does is closed at once: daphne queues every incoming
+        message for the consumer without limit, and merely ignoring a flood of small
+        frames let one client grow the server by hundreds of MB (tests/test_flood.py)."""
+        await self._end(CLOSE_NO_INPUT)
+
     async def transcript_frame(self, message: dict) -> None:
         """A frame rendered once by the broadcaster for every viewer."""
-        if self.revoked or message["last_seq"] <= self.last_sent_seq:
+        if self.ended or message["last_seq"] <= self.last_sent_seq:
             return  # closing, or already covered by the replay
         await self._send_frame(message["last_seq"], message["html"])
 
     async def session_ended(self, message: dict) -> None:
         """The session logged out (chatui.revocation): close without asking the database."""
-        await self._revoke(CLOSE_FORBIDDEN)
+        await self._end(CLOSE_FORBIDDEN)
 
     async def access_recheck(self, message: dict | None = None) -> None:
         """The user's groups, permissions or account changed (chatui.revocation)."""
-        if self.revoked:
+        if self.ended:
             return
         verdict = await self._recheck()
         if verdict:
-            await self._revoke(verdict)
+            await self._end(verdict)
 
     async def _send_frame(self, last_seq: int, html: str) -> None:
         self.last_sent_seq = max(self.last_sent_seq, last_seq)
@@ -158,7 +167,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         """The backstop for changes that send no signal (a queryset update, an
         expired session, a change made in another process without a shared layer)."""
         period = settings.CHATUI_WS_RECHECK_SECONDS
-        while not self.revoked:
+        while not self.ended:
             # Jittered, so sockets opened together do not all hit the database together.
             await asyncio.sleep(period * random.uniform(0.8, 1.2))
             try:
@@ -166,11 +175,11 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             except Exception:  # a database hiccup must not end the watch
                 logger.exception("periodic access re-check failed")
 
-    async def _revoke(self, code: int) -> None:
-        """Stop every frame at once, then close with `code`."""
-        if self.revoked:
+    async def _end(self, code: int) -> None:
+        """Stop every frame at once, then close with `code` (once)."""
+        if self.ended:
             return
-        self.revoked = True
+        self.ended = True
         await self._leave_groups()
         self._stop_watching()
         await self.close(code=code)

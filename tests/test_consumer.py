@@ -173,12 +173,13 @@ async def test_refused_sockets_take_no_place_under_the_cap(people, settings):
     await mine.disconnect()
 
 
-async def test_client_frames_are_dropped_and_the_socket_keeps_pushing(people):
+@pytest.mark.parametrize("frame", [{"text_data": "hi"}, {"bytes_data": b"\0" * 10_000}])
+async def test_client_input_closes_the_socket_with_4400(people, frame):
+    """The socket only pushes (SPEC §5): input is refused, not queued (tests/test_flood.py)."""
     owner, _, conversation = people
     communicator, _, _ = await connect(conversation, owner, after=0)
-    await communicator.send_to(text_data="x" * 10_000)
-    await communicator.send_to(bytes_data=b"\0" * 10_000)
-    await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "still"})
-    frame = await communicator.receive_from(timeout=3)
-    assert ">still<" in frame
+    await communicator.send_to(**frame)
+    assert await closed_with(communicator) == 4400
+    await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "later"})
+    assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()
