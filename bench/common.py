@@ -144,13 +144,15 @@ class Bench:
 
     def __enter__(self) -> Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-"))
+        # Every benchmark viewer is the one e2e user: lift the per-user socket cap.
+        env = {"CHATUI_MAX_SOCKETS_PER_USER": "1000000"}
         if self.stamps or self.experiment:
-            env = {"CHATUI_BENCH_STAMPS": str(self.stamps_path)}
+            env["CHATUI_BENCH_STAMPS"] = str(self.stamps_path)
             if self.experiment:
                 env["CHATUI_BENCH_EXPERIMENT"] = self.experiment
             self.server = InstrumentedServer(self.tmp / "data", extra_env=env)
         else:
-            self.server = LiveServer(self.tmp / "data")
+            self.server = LiveServer(self.tmp / "data", extra_env=env)
         self.server.prepare()
         self.server.start()
         return self

@@ -6,8 +6,11 @@ further frame, and a socket that still has access keeps receiving them.
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Callable
 
+import httpx
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import SESSION_KEY, get_user_model
@@ -24,8 +27,13 @@ from tests.support.sockets import (  # noqa: F401 — fresh_channel_layer is an 
     fresh_channel_layer,
     logged_in_browser,
 )
+from tests.support.websocket import RawWebSocket, WebSocketClosed
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+def in_process(test):
+    """An async test against the in-process ASGI application and the test database."""
+    return pytest.mark.django_db(transaction=True)(pytest.mark.asyncio(test))
+
 
 User = get_user_model()
 
@@ -80,6 +88,7 @@ async def assert_closed_and_silent(communicator, conversation, watcher) -> None:
 # -- logout ---------------------------------------------------------------------------
 
 
+@in_process
 async def test_sec4_logout_closes_that_sessions_socket_and_not_another_sessions(
     owner, conversation
 ):
@@ -169,6 +178,7 @@ def delete_user(auditor, auditors, permission) -> None:
         delete_user,
     ],
 )
+@in_process
 async def test_sec4_auditor_who_loses_access_is_closed_while_the_owner_stays(
     owner, conversation, auditor, auditors, view_permission, revoke: Callable
 ):
@@ -200,6 +210,7 @@ def clear_permission_users(user, permission) -> None:
 @pytest.mark.parametrize(
     "revoke", [remove_user_permission, remove_user_permission_reverse, clear_permission_users]
 )
+@in_process
 async def test_sec4_user_who_loses_view_permission_is_closed(
     owner, conversation, view_permission, revoke: Callable
 ):
@@ -215,6 +226,7 @@ async def test_sec4_user_who_loses_view_permission_is_closed(
         await socket.disconnect()
 
 
+@in_process
 async def test_sec4_a_recheck_that_still_allows_keeps_the_socket_open(
     owner, conversation, auditor, auditors, view_permission
 ):
@@ -243,6 +255,7 @@ def end_session_without_signal(auditor) -> None:
 
 
 @pytest.mark.parametrize("revoke", [deactivate_without_signal, end_session_without_signal])
+@in_process
 async def test_sec4_periodic_recheck_closes_what_no_signal_announced(
     owner, conversation, auditor, settings, revoke: Callable
 ):
@@ -253,3 +266,46 @@ async def test_sec4_periodic_recheck_closes_what_no_signal_announced(
     await assert_closed_and_silent(on_auditor, conversation, on_owner)
     for socket in (on_owner, on_auditor):
         await socket.disconnect()
+
+
+# -- through the real server ---------------------------------------------------------------
+
+
+def log_out(server, cookie: str) -> None:
+    """Press the page's "Log out" button (a CSRF-protected POST form)."""
+    name, value = cookie.split("=", 1)
+    with httpx.Client(base_url=server.url, cookies={name: value}, timeout=30) as browser:
+        page = browser.get("/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+        assert token, "no logout form on the page"
+        done = browser.post("/accounts/logout/", data={"csrfmiddlewaretoken": token.group(1)})
+        assert done.status_code == 302
+
+
+def test_sec4_logout_on_the_real_server_closes_that_sessions_socket(chatui_server):
+    """The signal fires in daphne's sync thread, the close goes through its channel layer."""
+    conversation_id = chatui_server.new_conversation("logout")
+    laptop, phone = chatui_server.session_cookie(), chatui_server.session_cookie()
+
+    async def scenario() -> None:
+        sockets = [
+            await RawWebSocket.connect(
+                chatui_server.port,
+                f"/ws/conversations/{conversation_id}/",
+                cookie=cookie,
+                origin=chatui_server.url,
+            )
+            for cookie in (laptop, phone)
+        ]
+        await asyncio.to_thread(log_out, chatui_server, laptop)
+        with pytest.raises(WebSocketClosed) as closed:
+            await asyncio.wait_for(sockets[0].recv(), 30)
+        assert closed.value.code == 4403
+        await asyncio.to_thread(
+            chatui_server.post_events, conversation_id, {"type": "user.message", "content": "on"}
+        )
+        assert ">on<" in await asyncio.wait_for(sockets[1].recv(), 30)
+        for socket in sockets:
+            await socket.close()
+
+    asyncio.run(scenario())
