@@ -4,24 +4,20 @@ Every script starts its own daphne through `tests.support.live.LiveServer` on a
 fresh SQLite file in a temporary folder, talks to it on 127.0.0.1 only, prints a
 short table and cleans up. Nothing here is imported by the app or the tests.
 
-Includes a minimal asyncio WebSocket client (RFC 6455, text frames, ping/pong,
-close), so the benchmarks need no package beyond what the project installs.
+The WebSocket client is `tests.support.websocket` (RFC 6455, no extra package).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import datetime as dt
 import itertools
 import os
 import platform
-import re
 import resource
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,7 +32,8 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from tests.support.live import PASSWORD, USERNAME, LiveServer  # noqa: E402
+from tests.support.live import LiveServer  # noqa: E402
+from tests.support.websocket import RawWebSocket, read_forever  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -147,13 +144,15 @@ class Bench:
 
     def __enter__(self) -> Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-"))
+        # Every benchmark viewer is the one e2e user: lift the per-user socket cap.
+        env = {"CHATUI_MAX_SOCKETS_PER_USER": "1000000"}
         if self.stamps or self.experiment:
-            env = {"CHATUI_BENCH_STAMPS": str(self.stamps_path)}
+            env["CHATUI_BENCH_STAMPS"] = str(self.stamps_path)
             if self.experiment:
                 env["CHATUI_BENCH_EXPERIMENT"] = self.experiment
             self.server = InstrumentedServer(self.tmp / "data", extra_env=env)
         else:
-            self.server = LiveServer(self.tmp / "data")
+            self.server = LiveServer(self.tmp / "data", extra_env=env)
         self.server.prepare()
         self.server.start()
         return self
@@ -199,20 +198,7 @@ class Bench:
 
     def session_cookie(self) -> str:
         """Log in through the real login form; returns 'sessionid=…'."""
-        with httpx.Client(base_url=self.url, timeout=30) as client:
-            page = client.get("/accounts/login/")
-            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
-            assert token, "no CSRF token on the login page"
-            done = client.post(
-                "/accounts/login/",
-                data={
-                    "username": USERNAME,
-                    "password": PASSWORD,
-                    "csrfmiddlewaretoken": token.group(1),
-                },
-            )
-            assert done.status_code == 302, f"login failed: {done.status_code}"
-            return f"sessionid={client.cookies['sessionid']}"
+        return self.server.session_cookie()
 
 
 # -- statistics and tables ----------------------------------------------------------
@@ -252,118 +238,6 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
     return str(value)
-
-
-# -- a minimal WebSocket client ------------------------------------------------------
-
-
-class WebSocketClosed(Exception):
-    pass
-
-
-class RawWebSocket:
-    """Client side of RFC 6455 over asyncio streams: enough for a viewer."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.reader = reader
-        self.writer = writer
-        self.close_code: int | None = None
-        self.frames = 0
-        self.bytes = 0
-
-    @classmethod
-    async def connect(
-        cls, port: int, path: str, *, cookie: str, origin: str, timeout: float = 30
-    ) -> RawWebSocket:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", port, limit=2**24), timeout
-        )
-        key = base64.b64encode(os.urandom(16)).decode()
-        request = (
-            f"GET {path} HTTP/1.1\r\n"
-            f"Host: 127.0.0.1:{port}\r\n"
-            "Upgrade: websocket\r\n"
-            "Connection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n"
-            f"Origin: {origin}\r\n"
-            f"Cookie: {cookie}\r\n\r\n"
-        )
-        writer.write(request.encode())
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
-        status = head.split(b"\r\n", 1)[0]
-        if b" 101 " not in status + b" ":
-            writer.close()
-            raise ConnectionError(f"handshake refused: {status.decode(errors='replace')}")
-        return cls(reader, writer)
-
-    async def recv(self) -> str:
-        """The next text message; answers pings; raises WebSocketClosed on close."""
-        message = b""
-        while True:
-            head = await self.reader.readexactly(2)
-            fin, opcode = head[0] & 0x80, head[0] & 0x0F
-            length = head[1] & 0x7F
-            if length == 126:
-                (length,) = struct.unpack("!H", await self.reader.readexactly(2))
-            elif length == 127:
-                (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
-            if head[1] & 0x80:  # servers never mask, but be lenient
-                mask = await self.reader.readexactly(4)
-                data = bytes(
-                    b ^ mask[i % 4] for i, b in enumerate(await self.reader.readexactly(length))
-                )
-            else:
-                data = await self.reader.readexactly(length) if length else b""
-            if opcode == 0x9:  # ping
-                await self._send(0xA, data)
-                continue
-            if opcode == 0xA:
-                continue
-            if opcode == 0x8:
-                self.close_code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 1005
-                with contextlib.suppress(Exception):
-                    await self._send(0x8, data[:2])
-                raise WebSocketClosed(self.close_code)
-            message += data
-            if fin:
-                self.frames += 1
-                self.bytes += len(message)
-                return message.decode("utf-8", errors="replace")
-
-    async def _send(self, opcode: int, payload: bytes) -> None:
-        mask = os.urandom(4)
-        length = len(payload)
-        if length < 126:
-            head = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
-        elif length < 65536:
-            head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
-        else:
-            head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        self.writer.write(head + mask + masked)
-        await self.writer.drain()
-
-    async def close(self, code: int = 1000) -> None:
-        with contextlib.suppress(Exception):
-            await self._send(0x8, struct.pack("!H", code))
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._drain_until_close(), 2)
-        self.writer.close()
-        with contextlib.suppress(Exception):
-            await self.writer.wait_closed()
-
-    async def _drain_until_close(self) -> None:
-        with contextlib.suppress(WebSocketClosed, asyncio.IncompleteReadError, ConnectionError):
-            while True:
-                await self.recv()
-
-
-async def read_forever(ws: RawWebSocket) -> None:
-    """Keep a viewer's socket drained (frames counted on `ws`) until it closes."""
-    with contextlib.suppress(WebSocketClosed, asyncio.IncompleteReadError, ConnectionError):
-        while True:
-            await ws.recv()
 
 
 # -- realistic event streams ---------------------------------------------------------

@@ -7,5 +7,6 @@ class ChatuiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Connects the live push to ingest's on-commit signal.
-        from . import frames  # noqa: F401
+        # Connects the live push to ingest's on-commit signal, and the closing of
+        # sockets whose access was taken away to auth's signals.
+        from . import frames, revocation  # noqa: F401

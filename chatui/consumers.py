@@ -3,23 +3,40 @@
 It joins the conversation's group *first*, then replays what the page missed
 since `?after=<seq>`, so live frames queue behind the replay in order. It never
 writes to the database; frames are rendered once by the broadcaster, not here.
+
+Access is checked when the socket connects and again while it is open: on
+logout, on a lost group or permission (`chatui.revocation`), and periodically.
+Close codes, none of which the htmx ws extension reconnects on: 4403 may not
+(or no longer) see the conversation, 4404 no such conversation, 4400 the client
+sent something (the socket only pushes), 4429 the user already holds
+CHATUI_MAX_SOCKETS_PER_USER sockets in this process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
+from collections import Counter
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from . import frames, selectors
 from .models import Conversation
+from .revocation import session_group, session_user, user_group
 
 logger = logging.getLogger(__name__)
 
+CLOSE_NO_INPUT = 4400
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY_SOCKETS = 4429
+
+#: Accepted sockets per user pk, in this process (CHATUI_MAX_SOCKETS_PER_USER).
+open_sockets: Counter = Counter()
 
 
 def group_name(conversation_id) -> str:
@@ -28,19 +45,43 @@ def group_name(conversation_id) -> str:
 
 class TranscriptConsumer(AsyncWebsocketConsumer):
     conversation_id: str
-    group: str
     last_sent_seq: int
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.joined: list[str] = []
+        self.slot_of: object | None = None  # the user pk whose socket count this holds
+        self.watcher: asyncio.Task | None = None
+        self.ended = False
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Also when daphne cancels the consumer without a disconnect message:
+            # the socket count must never leak.
+            self._stop_watching()
+            self._release_slot()
+            await self._leave_groups()
 
     async def connect(self) -> None:
         self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
-        verdict = await self._authorise()
+        user = self.scope["user"]
+        if user.is_authenticated:
+            # Joined before authorising: a revocation committed meanwhile queues behind
+            # this connect instead of being missed.
+            await self._join(user_group(user.pk))
+            if self._session_key():
+                await self._join(session_group(self._session_key()))
+        verdict = await self._authorise(user)
+        if verdict is None and not self._take_slot(user.pk):
+            verdict = CLOSE_TOO_MANY_SOCKETS
         if verdict:
             # Accept, then close with our code: browsers only see codes after the handshake.
             await self.accept()
-            await self.close(code=verdict)
+            await self._end(verdict)
             return
-        self.group = group_name(self.conversation_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self._join(group_name(self.conversation_id))
         await self.accept()
         self.last_sent_seq = self._after()
         replay = await database_sync_to_async(frames.replay_frame)(
@@ -48,27 +89,47 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         )
         if replay is not None:
             await self._send_frame(replay.last_seq, replay.html)
+        self.watcher = asyncio.create_task(self._recheck_periodically())
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "group", None):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-
-    async def receive(self, text_data=None, bytes_data=None) -> None:
-        """The socket only pushes; input goes through the form POST (SPEC §5)."""
+        await self._leave_groups()
 
     async def dispatch(self, message: dict) -> None:
-        # Frames touch no database: skip Channels' per-message close_old_connections,
-        # a hop through the shared sync thread for every viewer (bench/p1: p99 halved).
-        if message["type"] == "transcript.frame":
+        # Frames and client input touch no database: skip Channels' per-message
+        # close_old_connections, a hop through the shared sync thread for each message
+        # (bench/p1: p99 halved).
+        kind = message["type"]
+        if kind == "transcript.frame":
             await self.transcript_frame(message)
+        elif kind == "websocket.receive":
+            await self.refuse_input()
         else:
             await super().dispatch(message)
 
+    async def refuse_input(self) -> None:
+        """The socket only pushes; input goes through the form POST (SPEC §5), and the
+        page never sends. Whoever does is closed at once: daphne queues every incoming
+        message for the consumer without limit, and merely ignoring a flood of small
+        frames let one client grow the server by hundreds of MB (tests/test_flood.py)."""
+        await self._end(CLOSE_NO_INPUT)
+
     async def transcript_frame(self, message: dict) -> None:
         """A frame rendered once by the broadcaster for every viewer."""
-        if message["last_seq"] <= self.last_sent_seq:
-            return  # already covered by the replay
+        if self.ended or message["last_seq"] <= self.last_sent_seq:
+            return  # closing, or already covered by the replay
         await self._send_frame(message["last_seq"], message["html"])
+
+    async def session_ended(self, message: dict) -> None:
+        """The session logged out (chatui.revocation): close without asking the database."""
+        await self._end(CLOSE_FORBIDDEN)
+
+    async def access_recheck(self, message: dict | None = None) -> None:
+        """The user's groups, permissions or account changed (chatui.revocation)."""
+        if self.ended:
+            return
+        verdict = await self._recheck()
+        if verdict:
+            await self._end(verdict)
 
     async def _send_frame(self, last_seq: int, html: str) -> None:
         self.last_sent_seq = max(self.last_sent_seq, last_seq)
@@ -79,11 +140,78 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         value = (query.get("after") or ["0"])[0]
         return int(value) if value.isdigit() else 0
 
+    def _session_key(self) -> str | None:
+        session = self.scope.get("session")
+        return session.session_key if session is not None else None
+
+    # -- access --------------------------------------------------------------------
+
     @database_sync_to_async
-    def _authorise(self) -> int | None:
+    def _authorise(self, user) -> int | None:
+        return self._verdict(user)
+
+    @database_sync_to_async
+    def _recheck(self) -> int | None:
+        # The scope's user carries cached permissions: ask the session who it is now.
+        return self._verdict(session_user(self._session_key()))
+
+    def _verdict(self, user) -> int | None:
         conversation = Conversation.objects.filter(pk=self.conversation_id).first()
         if conversation is None:
             return CLOSE_NOT_FOUND
-        if not selectors.can_view(self.scope["user"], conversation):
+        if user is None or not selectors.can_view(user, conversation):
             return CLOSE_FORBIDDEN
         return None
+
+    async def _recheck_periodically(self) -> None:
+        """The backstop for changes that send no signal (a queryset update, an
+        expired session, a change made in another process without a shared layer)."""
+        period = settings.CHATUI_WS_RECHECK_SECONDS
+        while not self.ended:
+            # Jittered, so sockets opened together do not all hit the database together.
+            await asyncio.sleep(period * random.uniform(0.8, 1.2))
+            try:
+                await self.access_recheck()
+            except Exception:  # a database hiccup must not end the watch
+                logger.exception("periodic access re-check failed")
+
+    async def _end(self, code: int) -> None:
+        """Stop every frame at once, then close with `code` (once)."""
+        if self.ended:
+            return
+        self.ended = True
+        await self._leave_groups()
+        self._stop_watching()
+        await self.close(code=code)
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    async def _join(self, group: str) -> None:
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.joined.append(group)
+
+    async def _leave_groups(self) -> None:
+        while self.joined:
+            await self.channel_layer.group_discard(self.joined.pop(), self.channel_name)
+
+    def _stop_watching(self) -> None:
+        # Not the watcher itself: cancelling it would cancel its own close.
+        if self.watcher is not None and self.watcher is not asyncio.current_task():
+            self.watcher.cancel()
+        self.watcher = None
+
+    def _take_slot(self, user_pk) -> bool:
+        """One of the user's CHATUI_MAX_SOCKETS_PER_USER sockets in this process, if free."""
+        if open_sockets[user_pk] >= settings.CHATUI_MAX_SOCKETS_PER_USER:
+            return False
+        open_sockets[user_pk] += 1
+        self.slot_of = user_pk
+        return True
+
+    def _release_slot(self) -> None:
+        if self.slot_of is None:
+            return
+        open_sockets[self.slot_of] -= 1
+        if open_sockets[self.slot_of] <= 0:
+            del open_sockets[self.slot_of]
+        self.slot_of = None

@@ -171,6 +171,12 @@ else:
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 5000}}
     }
 
+# WebSockets (SEC4). An open socket re-checks its session and permission this often, as
+# a backstop for changes that send no signal (chatui.revocation handles those that do).
+CHATUI_WS_RECHECK_SECONDS = float(os.environ.get("CHATUI_WS_RECHECK_SECONDS", "60"))
+# Sockets one user may hold open in one server process; more are closed with 4429.
+CHATUI_MAX_SOCKETS_PER_USER = int(os.environ.get("CHATUI_MAX_SOCKETS_PER_USER", "50"))
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

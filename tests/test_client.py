@@ -31,6 +31,8 @@ from chatui_client import (
     with_event_ids,
 )
 
+from tests.support.delivery import assert_exactly_once
+
 FAST = RetryPolicy(max_attempts=8, base_delay=0.01, max_delay=0.05, total=20)
 
 
@@ -139,19 +141,6 @@ def proxy(chatui_server) -> Iterator[FaultyProxy]:
 def client(chatui_server) -> Iterator[ChatuiClient]:
     with ChatuiClient(chatui_server.url, chatui_server.token, retry=FAST) as chatui:
         yield chatui
-
-
-def stored_events(server, conversation_id: str) -> list[dict]:
-    with server.api() as api:
-        return api.get(f"/conversations/{conversation_id}/events").json()["events"]
-
-
-def assert_exactly_once(server, conversation_id: str, event_ids) -> list[dict]:
-    events = stored_events(server, conversation_id)
-    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
-    counts = Counter(event["event_id"] for event in events)
-    assert counts == Counter(event_ids), "every event exactly once, nothing else"
-    return events
 
 
 # --- the happy path ------------------------------------------------------------------------

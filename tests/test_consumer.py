@@ -4,55 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
 import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import channel_layers, get_channel_layer
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.test import Client
 
 from chatui.asgi import application
 from chatui.consumers import group_name
 from chatui.ingest import ingest
 from chatui.models import Conversation
+from tests.support.sockets import (  # noqa: F401 — fresh_channel_layer is an autouse fixture
+    HOST,
+    MARKER,
+    ORIGIN,
+    closed_with,
+    connect,
+    fresh_channel_layer,
+    session_cookie,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-ORIGIN = (b"origin", b"http://127.0.0.1")
-HOST = (b"host", b"127.0.0.1")  # the origin check compares Origin with the request's own
-MARKER = re.compile(r"^<!--seq (\d+) (\d+)-->")
-
-
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """Groups and queued messages must not leak from one test into the next: each test
-    gets a new layer. (Not `flush()`: channels-redis's closes the connections of every
-    event loop from this one, the agents' long-lived loop included, and fails.)"""
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
-def session_cookie(user) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
-
-
-async def connect(conversation, user=None, *, after=None, origin=ORIGIN):
-    path = f"/ws/conversations/{conversation.pk}/"
-    if after is not None:
-        path += f"?after={after}"
-    headers = [HOST, origin] if origin else [HOST]
-    if user is not None:
-        headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
-    communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, code = await communicator.connect()
-    return communicator, connected, code
 
 
 @pytest.fixture
@@ -62,12 +37,6 @@ def people(db):
     stranger = users.create_user("stranger", password="stranger-pass-1")
     conversation = Conversation.objects.create(owner=owner, title="t")
     return owner, stranger, conversation
-
-
-async def closed_with(communicator) -> int:
-    output = await communicator.receive_output(timeout=2)
-    assert output["type"] == "websocket.close"
-    return output["code"]
 
 
 async def test_sec4_other_users_session_is_refused_with_4403(people):
@@ -161,4 +130,57 @@ async def test_frame_already_covered_by_replay_is_not_sent_twice(people):
         {"type": "transcript.frame", "first_seq": 1, "last_seq": 1, "html": "<!--seq 1 1-->"},
     )
     assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+# -- the per-user socket cap ----------------------------------------------------------
+
+
+async def test_sockets_over_the_per_user_cap_are_closed_with_4429(people, settings):
+    settings.CHATUI_MAX_SOCKETS_PER_USER = 2
+    owner, stranger, conversation = people
+    first, first_ok, _ = await connect(conversation, owner)
+    second, second_ok, _ = await connect(conversation, owner)
+    assert first_ok and second_ok
+    third, _, _ = await connect(conversation, owner)
+    assert await closed_with(third) == 4429
+    # Another user's sockets are counted apart.
+    own = await sync_to_async(Conversation.objects.create)(owner=stranger, title="s")
+    strangers, strangers_ok, _ = await connect(own, stranger)
+    assert strangers_ok and await strangers.receive_nothing(timeout=0.2)
+    await third.disconnect()
+    await strangers.disconnect()
+
+    # A closed socket gives its place back.
+    await first.disconnect()
+    fourth, fourth_ok, _ = await connect(conversation, owner)
+    assert fourth_ok and await fourth.receive_nothing(timeout=0.2)
+    await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "x"})
+    for socket in (second, fourth):
+        assert MARKER.match(await socket.receive_from(timeout=3))
+        await socket.disconnect()
+
+
+async def test_refused_sockets_take_no_place_under_the_cap(people, settings):
+    settings.CHATUI_MAX_SOCKETS_PER_USER = 1
+    _owner, stranger, conversation = people
+    for _ in range(3):
+        refused, _, _ = await connect(conversation, stranger)
+        assert await closed_with(refused) == 4403
+        await refused.disconnect()
+    own = await sync_to_async(Conversation.objects.create)(owner=stranger, title="s")
+    mine, connected, _ = await connect(own, stranger)
+    assert connected and await mine.receive_nothing(timeout=0.2)
+    await mine.disconnect()
+
+
+@pytest.mark.parametrize("frame", [{"text_data": "hi"}, {"bytes_data": b"\0" * 10_000}])
+async def test_client_input_closes_the_socket_with_4400(people, frame):
+    """The socket only pushes (SPEC §5): input is refused, not queued (tests/test_flood.py)."""
+    owner, _, conversation = people
+    communicator, _, _ = await connect(conversation, owner, after=0)
+    await communicator.send_to(**frame)
+    assert await closed_with(communicator) == 4400
+    await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "later"})
+    assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()

@@ -183,6 +183,16 @@ class LiveServer:
         self.stop()
         self.start()
 
+    def memory_kb(self) -> dict[str, int]:
+        """daphne's resident memory now (VmRSS) and at its peak so far (VmHWM), in KiB."""
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return {
+            name: int(value.split()[0])
+            for name, value in (line.split(":", 1) for line in status.splitlines())
+            if name in ("VmRSS", "VmHWM")
+        }
+
     def log_tail(self, lines: int = 40) -> str:
         path = self.data_dir / "daphne.log"
         return (
@@ -191,25 +201,40 @@ class LiveServer:
             else ""
         )
 
-    # -- API helpers ------------------------------------------------------------
+    def add_user(self, username: str, password: str) -> str:
+        """Another user, with an API token; returns the token."""
+        self.manage(
+            "shell",
+            "-c",
+            "from django.contrib.auth.models import User;"
+            f"User.objects.create_user({username!r}, password={password!r})",
+        )
+        return self.manage("create_api_token", username).strip().splitlines()[-1]
 
-    def session_cookie(self) -> str:
-        """Log in through the real login form; returns 'sessionid=…' for a WebSocket."""
+    def session_cookie(self, username: str = USERNAME, password: str = PASSWORD) -> str:
+        """Log in through the real login form; returns 'sessionid=…'."""
         with httpx.Client(base_url=self.url, timeout=30) as client:
             page = client.get("/accounts/login/")
             token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
             assert token, "no CSRF token on the login page"
             done = client.post(
                 "/accounts/login/",
-                data={"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token[1]},
+                data={
+                    "username": username,
+                    "password": password,
+                    "csrfmiddlewaretoken": token.group(1),
+                },
             )
             assert done.status_code == 302, f"login failed: {done.status_code}"
             return f"sessionid={client.cookies['sessionid']}"
 
-    def api(self) -> httpx.Client:
+    # -- API helpers ------------------------------------------------------------
+
+    def api(self, token: str | None = None) -> httpx.Client:
+        """An API client with `token` (the e2e user's by default)."""
         return httpx.Client(
             base_url=self.url + "/api/v1",
-            headers={"Authorization": f"Bearer {self.token}"},
+            headers={"Authorization": f"Bearer {token or self.token}"},
             timeout=30,
         )
 
