@@ -1,7 +1,9 @@
 """The ingest API (SPEC §2.1): JSON in, JSON out, bearer tokens.
 
 Views are thin: authenticate, decode, call a selector or `ingest`, answer.
-Every failure is a JSON `{"error", "index"?, "field"?}` with a 4xx status.
+Every failure is a JSON `{"error", "index"?, "field"?}` with a 4xx status: a wrong
+method (405, with `Allow`), a body that is not `application/json` (415), and a path
+under /api/ that names no endpoint (404) included.
 """
 
 from __future__ import annotations
@@ -18,15 +20,15 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods
 
 from . import selectors, services
-from .events import EventError, json_depth
+from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, json_depth, parse_seq, unstorable
 from .ingest import ingest
 from .models import ApiToken, hash_token
 from .serializers import conversation_to_dict, event_to_dict, message_to_dict
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+JSON_CONTENT_TYPE = "application/json"
 
 View = Callable[..., JsonResponse]
 
@@ -55,11 +57,16 @@ def authenticate(request: HttpRequest) -> ApiToken | None:
 def api_view(*methods: str) -> Callable[[View], View]:
     """CSRF-exempt (tokens, not cookies), token-authenticated, errors as JSON."""
 
+    allowed = ", ".join(methods)
+
     def decorate(view: View) -> View:
         @csrf_exempt
-        @require_http_methods(list(methods))
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+            if request.method not in methods:
+                response = error(f"method {request.method[:20]} is not allowed; use {allowed}", 405)
+                response["Allow"] = allowed
+                return response
             token = authenticate(request)
             if token is None:
                 response = error("missing or invalid bearer token", 401)
@@ -78,6 +85,7 @@ def api_view(*methods: str) -> Callable[[View], View]:
 
 def read_json(request: HttpRequest) -> Any:
     """Decode the body, refusing what is too large, not UTF-8, not JSON or too deep."""
+    _require_json_content_type(request)
     limit = settings.CHATUI_MAX_REQUEST_BYTES
     try:
         declared = int(request.headers.get("Content-Length") or 0)
@@ -108,6 +116,18 @@ def read_json(request: HttpRequest) -> Any:
     return body
 
 
+def _require_json_content_type(request: HttpRequest) -> None:
+    """No Content-Type is taken as JSON, and so is `application/json; charset=utf-8`;
+    anything else (curl's `-d` sends a form type) is a 415 that says what to send."""
+    given = (request.content_type or "").strip().lower()
+    if given and given != JSON_CONTENT_TYPE:
+        raise EventError(
+            f"Content-Type must be {JSON_CONTENT_TYPE}, not '{given[:100]}' "
+            f"(with curl: -H 'Content-Type: {JSON_CONTENT_TYPE}')",
+            status=415,
+        )
+
+
 def _too_deep() -> EventError:
     return EventError(f"JSON is nested deeper than {settings.CHATUI_MAX_JSON_DEPTH} levels")
 
@@ -124,9 +144,15 @@ def conversations(request: HttpRequest) -> JsonResponse:
     body = read_json(request) if request.body else {}
     if not isinstance(body, dict):
         raise EventError("expected a JSON object")
+    found = unstorable(body)
+    if found is not None:
+        raise EventError(f"field '{found[0]}' {found[1]}", field=found[0])
     title = body.get("title", "")
-    if not isinstance(title, str) or len(title) > 200:
-        raise EventError("field 'title' must be a string of at most 200 characters", field="title")
+    if not isinstance(title, str) or len(title) > MAX_TITLE_CHARS:
+        raise EventError(
+            f"field 'title' must be a string of at most {MAX_TITLE_CHARS} characters",
+            field="title",
+        )
     owner = request.user
     if body.get("owner") is not None:
         owner = _owner_from(request, body["owner"])
@@ -175,10 +201,12 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
     if request.method == "POST":
         result = ingest(conversation, read_json(request))
         return JsonResponse(result.as_dict())
-    after = request.GET.get("after", "0")
-    if not after.isdigit():
-        return error("'after' must be a non-negative integer", field="after")
-    events = list(selectors.events_after(conversation, int(after)))
+    after = parse_seq(request.GET.get("after", "0"))
+    if after is None:
+        return error(
+            f"'after' must be a whole number from 0 to {MAX_SEQ}, in ASCII digits", field="after"
+        )
+    events = list(selectors.events_after(conversation, after))
     return JsonResponse(
         {
             "events": [event_to_dict(event) for event in events],
@@ -186,3 +214,9 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
             "has_more": bool(events) and events[-1].seq < conversation.last_seq,
         }
     )
+
+
+@csrf_exempt
+def not_found(request: HttpRequest) -> JsonResponse:
+    """Any path under /api/ that names no endpoint: JSON like every other API answer."""
+    return error(f"no API endpoint at '{request.path[:200]}'", 404)
