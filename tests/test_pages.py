@@ -234,25 +234,29 @@ def test_sec6_before_must_be_ascii_digits_within_range(client, user, conversatio
 # -- one malformed stored value breaks nothing ------------------------------------------
 
 
-def render_everything(client: Client, conversation: Conversation) -> dict[str, str]:
-    """Every way a conversation is shown: page, fragments, admin audit page, the three
-    exports (parsed back as JSON) and the socket replay (full and piecemeal). `client`
-    must be logged in as someone who may see the conversation and the admin."""
+def render_everything(
+    client: Client, conversation: Conversation, *, admin: bool = True
+) -> dict[str, str]:
+    """Every way a conversation is shown: page, fragments, the admin audit page, the
+    three exports (parsed back as JSON) and the socket replay (full and piecemeal).
+    `client` must be logged in as someone who may see the conversation (and the admin)."""
     conversation.refresh_from_db()
     pk = conversation.pk
     responses = {
         "page": client.get(f"/c/{pk}/"),
         "transcript": client.get(f"/c/{pk}/transcript"),
         "earlier": client.get(f"/c/{pk}/earlier", {"before": str(MAX_SEQ)}),
-        "admin": client.get(reverse("admin:chatui_conversation_change", args=[pk])),
     }
+    if admin:
+        responses["admin"] = client.get(reverse("admin:chatui_conversation_change", args=[pk]))
     shown = {}
     for name, response in responses.items():
         assert response.status_code == 200, name
         shown[name] = response.content.decode()
     for format in EXPORT_FORMATS:
         text = export_text(conversation, format)
-        for line in text.splitlines() if format == "events" else [text]:
+        # JSONL lines end at "\n" only: U+2028 or U+0085 inside a string are text.
+        for line in text.rstrip("\n").split("\n") if format == "events" else [text]:
             json.loads(line)
         shown[format] = text
     for after in sorted({0, max(conversation.last_seq - 1, 0)}):
