@@ -17,8 +17,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from . import selectors, services
@@ -220,3 +221,22 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
 def not_found(request: HttpRequest) -> JsonResponse:
     """Any path under /api/ that names no endpoint: JSON like every other API answer."""
     return error(f"no API endpoint at '{request.path[:200]}'", 404)
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: Django's own refusals (e.g. more than DATA_UPLOAD_MAX_NUMBER_FIELDS
+    query parameters) are JSON under /api/ too; pages keep Django's page."""
+    if is_api_request(request):
+        return error("bad request: " + (str(exception) if exception else "refused")[:200])
+    return defaults.bad_request(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: an Http404 raised under /api/ answers JSON."""
+    if is_api_request(request):
+        return not_found(request)
+    return defaults.page_not_found(request, exception)

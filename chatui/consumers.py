@@ -14,6 +14,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from . import frames, selectors
+from .events import parse_seq
 from .models import Conversation
 
 logger = logging.getLogger(__name__)
@@ -75,9 +76,8 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
     def _after(self) -> int:
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        value = (query.get("after") or ["0"])[0]
-        return int(value) if value.isdigit() else 0
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        return parse_seq((query.get("after") or ["0"])[0]) or 0
 
     @database_sync_to_async
     def _authorise(self) -> int | None:

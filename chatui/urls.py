@@ -14,6 +14,10 @@ api_patterns = [
     ),
 ]
 
+# Under /api/ every answer is JSON, Django's own 400s and 404s included.
+handler400 = api.bad_request
+handler404 = api.page_not_found
+
 urlpatterns = [
     path("api/v1/", include((api_patterns, "api"))),
     re_path(r"^api(?:/|$)", api.not_found),  # unknown API paths answer JSON too

@@ -483,6 +483,17 @@ def test_api_unknown_paths_are_json_404(api, path):
         assert response.json()["error"].startswith("no API endpoint at ")
 
 
+def test_api_djangos_own_400_is_json_too(api, conversation):
+    """More query parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS: Django refuses them."""
+    fields = "&".join(f"f{n}=1" for n in range(1001))
+    response = api.client.get(
+        f"/api/v1/conversations/{conversation.pk}/events?after=0&{fields}", headers=api.headers
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert "DATA_UPLOAD_MAX_NUMBER_FIELDS" in response.json()["error"]
+
+
 def test_readme_curl_examples_send_the_json_content_type():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     posts = [line for line in readme.splitlines() if "curl " in line and " -d " in line]

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -348,3 +348,35 @@ async def test_sec4_socket_path_that_is_not_a_conversation_is_closed_4404(path):
     connected, _ = await communicator.connect()
     assert connected
     assert await communicator.receive_output() == {"type": "websocket.close", "code": 4404}
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("after", ["²", "%C2%B2", "9" * 30])
+async def test_sec6_socket_after_that_is_not_ascii_digits_replays_from_the_start(after):
+    """`"²".isdigit()` is true and int() refuses it: the consumer crashed on connect."""
+    owner, conversation = await sync_to_async(owned_conversation_with_a_message)()
+    cookie = await sync_to_async(session_cookie)(owner)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/conversations/{conversation.pk}/?after={after}",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)],
+    )
+    connected, _ = await communicator.connect()
+    assert connected
+    frame = await communicator.receive_from(timeout=5)
+    assert frame.startswith("<!--seq 1 1-->") and "hello" in frame
+    await communicator.disconnect()
+
+
+def owned_conversation_with_a_message():
+    owner = get_user_model().objects.create_user("socket-owner")
+    conversation = Conversation.objects.create(owner=owner)
+    ingest(conversation, {"type": "user.message", "content": "hello"})
+    return owner, conversation
+
+
+def session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
