@@ -236,10 +236,10 @@ def _shown_key(key: str) -> str:
     return shown if len(shown) <= 40 else shown[:39] + "…"
 
 
-def unstorable(value: Any, path: str = "") -> tuple[str, str] | None:
+def unstorable(value: Any) -> tuple[str, str] | None:
     """The first string, key or number in decoded JSON that cannot be stored or
     rendered, as (field path, problem), or None. Iterative, like `json_depth`."""
-    stack = [(value, path)]
+    stack = [(value, "")]
     while stack:
         item, where = stack.pop()
         problem = None
