@@ -15,18 +15,19 @@ Inputs generated per run (`max_examples` below; fresh ones every run, since CI s
 explore, so the run is not derandomized: a failure prints the example and a
 `@reproduce_failure` blob to replay it):
 
-    test_fuzz_parse_events_refuses_cleanly_or_yields_storable_events   3,200
-    test_fuzz_post_events_never_fails_and_what_it_accepts_renders      2,000
-    test_fuzz_valid_batches_are_accepted_and_render                      150
-    test_fuzz_after_and_before_query_parameters                        1,200
-    test_fuzz_create_conversation                                        700
-    test_fuzz_methods_content_types_and_paths                            800
-    test_fuzz_stored_numbers_of_any_shape_render                         120
+    test_fuzz_parse_events_refuses_cleanly_or_yields_storable_events   3,600
+    test_fuzz_post_events_never_fails_and_what_it_accepts_renders        700
+    test_fuzz_valid_batches_are_accepted_and_render                      100
+    test_fuzz_after_and_before_query_parameters                        1,500
+    test_fuzz_create_conversation                                        900
+    test_fuzz_methods_content_types_and_paths                          1,300
+    test_fuzz_stored_numbers_of_any_shape_render                          60
                                                                        -----
-                                                                       8,170
+                                                                       8,160
 
-The Django test client drives the real views and database (no live server): the
-file takes about a minute on the 2-core CI machine.
+The Django test client drives the real views and database (no live server). On the
+2-core machine the file costs about 65 s of CPU (about 90 s wall with the machine
+shared at a load of 3). Counts are examples, not events: a batch may hold three.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ text = st.one_of(
     st.text(st.sampled_from(HOSTILE_CHARS), max_size=24),
     TRICKY_TEXT,
     st.integers(MAX_ID_CHARS - 2, MAX_ID_CHARS + 2).map(lambda n: "i" * n),
-    st.integers(50, 3000).map(lambda n: "long line\n" * n),
+    st.integers(9, 300).map(lambda n: "long line\n" * n),  # past G4's 8 lines and 500 chars
 )
 giant_int = st.integers(300, 4400).map(lambda digits: 10**digits - 1)
 number = st.one_of(
@@ -243,7 +244,8 @@ def event(draw, *, hostility: int) -> dict[str, Any]:
     """One event of a random (mostly real) type. Each field is present or not, and
     with `hostility` percent chance it holds anything at all rather than a value the
     contract accepts. With no hostility, required fields are always present."""
-    kind = draw(st.one_of(KINDS, KINDS, NEAR_MISS_KINDS, text, number) if hostility else KINDS)
+    hostile_kind = draw(ROLL) < hostility
+    kind = draw(st.one_of(NEAR_MISS_KINDS, text, number) if hostile_kind else KINDS)
     schema = SCHEMAS.get(ALIASES.get(kind, kind), {}) if isinstance(kind, str) else {}
     raw: dict[str, Any] = {"type": kind}
     for name in [*schema, *EXTRA_FIELDS, *ALIAS_FIELDS.get(kind, ())]:
@@ -262,7 +264,7 @@ def event(draw, *, hostility: int) -> dict[str, Any]:
 
 
 def batch(*, hostility: int) -> st.SearchStrategy:
-    events = st.lists(event(hostility=hostility), min_size=1, max_size=4)
+    events = st.lists(event(hostility=hostility), min_size=1, max_size=3)
     shapes = [
         event(hostility=hostility),
         events,
@@ -321,11 +323,12 @@ def viewer(db) -> Client:
 # -- the contract, without HTTP -----------------------------------------------------------
 
 
-@fuzz(3200)
-@given(body=batch(hostility=50))
+@fuzz(3600)
+@given(body=event(hostility=50) | json_value)
 def test_fuzz_parse_events_refuses_cleanly_or_yields_storable_events(body):
-    """Input from in-process callers too (agents, importers): inf, NaN and ints past
-    4300 digits need no JSON text to reach `ingest`."""
+    """One event at a time (the HTTP test below posts batches). Input from in-process
+    callers too (agents, importers): inf, NaN and ints past 4300 digits need no JSON
+    text to reach `ingest`."""
     try:
         events = parse_events(body, max_event_bytes=1024 * 1024)
     except EventError as problem:
@@ -353,9 +356,9 @@ def test_fuzz_parse_events_refuses_cleanly_or_yields_storable_events(body):
 # -- the HTTP API -----------------------------------------------------------------------------
 
 
-def post_and_check(api, conversation, body: bytes) -> dict:
+def post_and_check(api, conversation: Conversation, body: bytes) -> dict:
     """POST a batch: a refusal must change nothing."""
-    before = log_state(conversation)
+    before = (conversation.events.count(), conversation.last_seq)
     response = api.post_events(conversation, raw=body)
     answer = assert_json_answer(response)
     if response.status_code >= 400:
@@ -372,15 +375,15 @@ def assert_renders(api, viewer, conversation: Conversation) -> None:
     assert_json_answer(api.get(f"/api/v1/conversations/{conversation.pk}/events"))
 
 
-@fuzz(2000)
-@given(body=batch(hostility=25))
+@fuzz(700)
+@given(body=batch(hostility=20))
 def test_fuzz_post_events_never_fails_and_what_it_accepts_renders(api, user, viewer, body):
     conversation = Conversation.objects.create(owner=user)
     if post_and_check(api, conversation, as_json_text(body)).get("accepted"):
         assert_renders(api, viewer, conversation)
 
 
-@fuzz(150)
+@fuzz(100)
 @given(batches=st.lists(batch(hostility=0), min_size=1, max_size=3))
 def test_fuzz_valid_batches_are_accepted_and_render(api, user, viewer, batches):
     """Batches that fit the contract, posted one after another into one conversation:
@@ -400,7 +403,7 @@ QUERY_VALUE = st.one_of(
 )
 
 
-@fuzz(1200)
+@fuzz(1500)
 @given(value=QUERY_VALUE, api_side=st.booleans())
 def test_fuzz_after_and_before_query_parameters(api, user, viewer, value, api_side):
     conversation = Conversation.objects.filter(owner=user).first()
@@ -417,7 +420,7 @@ def test_fuzz_after_and_before_query_parameters(api, user, viewer, value, api_si
         assert earlier.status_code == (200 if fits else 400)
 
 
-@fuzz(700)
+@fuzz(900)
 @given(
     body=st.one_of(
         st.fixed_dictionaries({}, optional={"title": text | json_value, "owner": text | number}),
@@ -460,7 +463,7 @@ API_PATH = st.one_of(
 )
 
 
-@fuzz(800)
+@fuzz(1300)
 @given(method=st.sampled_from(METHODS), path=API_PATH, content_type=CONTENT_TYPES, body=scalar)
 def test_fuzz_methods_content_types_and_paths(api, user, method, path, content_type, body):
     conversation = Conversation.objects.filter(owner=user).first() or Conversation.objects.create(
@@ -492,7 +495,7 @@ STORABLE_NUMBER = st.one_of(
 NUMBER_KEYS = ("duration_ms", "tokens", "tool_duration_ms", "progress", "attempt", "max_attempts")
 
 
-@fuzz(120)
+@fuzz(60)
 @given(
     values=st.fixed_dictionaries({}, optional=dict.fromkeys(NUMBER_KEYS, STORABLE_NUMBER)),
     exit_code=STORABLE_NUMBER,

@@ -256,7 +256,7 @@ def render_everything(
     for format in EXPORT_FORMATS:
         text = export_text(conversation, format)
         # JSONL lines end at "\n" only: U+2028 or U+0085 inside a string are text.
-        for line in text.rstrip("\n").split("\n") if format == "events" else [text]:
+        for line in filter(None, text.split("\n")) if format == "events" else [text]:
             json.loads(line)
         shown[format] = text
     for after in sorted({0, max(conversation.last_seq - 1, 0)}):
