@@ -7,9 +7,10 @@ values. The properties:
 
 - no 5xx, ever, and every 4xx is JSON `{"error", "index"?, "field"?}`;
 - a rejected batch changes nothing (event count and last_seq unchanged);
-- whatever was accepted renders: the page, `/transcript`, `/earlier?before=`, the admin
-  audit page, the messages / events / OTLP exports and the socket replay
-  (`frames.replay_frame`), and so does stored data that ingest would refuse today.
+- whatever was accepted renders: the page, `/transcript`, `/earlier?before=`, the
+  messages / events / OTLP exports, the socket replay (`frames.replay_frame`, from 0
+  and piecemeal) and the API's reads; and stored numbers that ingest would refuse
+  today render everywhere, the admin audit page included.
 
 Inputs generated per run (`max_examples` below; fresh ones every run, since CI should
 explore, so the run is not derandomized: a failure prints the example and a
