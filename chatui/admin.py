@@ -437,9 +437,6 @@ class ConversationAdmin(admin.ModelAdmin):
     @staticmethod
     def _tool_call_row(message: Message, user) -> dict[str, Any]:
         meta = message.metadata or {}
-        duration = meta.get("tool_duration_ms")
-        if isinstance(duration, bool) or not isinstance(duration, int | float):
-            duration = None
         return {
             "pk": message.pk,
             "url": (
@@ -451,7 +448,7 @@ class ConversationAdmin(admin.ModelAdmin):
             "tool_call_id": reveal_invisible(message.tool_call_id),
             "parent_tool_call_id": reveal_invisible(message.parent_tool_call_id),
             "status": message.tool_status,
-            "duration": None if duration is None else presenters.format_duration(duration),
+            "duration": presenters.duration_text(meta.get("tool_duration_ms")),
             "args_summary": (
                 reveal_invisible(meta["args_summary"]) if meta.get("args_summary") else None
             ),

@@ -1,7 +1,9 @@
 """The ingest API (SPEC §2.1): JSON in, JSON out, bearer tokens.
 
 Views are thin: authenticate, decode, call a selector or `ingest`, answer.
-Every failure is a JSON `{"error", "index"?, "field"?}` with a 4xx status.
+Every failure is a JSON `{"error", "index"?, "field"?}` with a 4xx status: a wrong
+method (405, with `Allow`), a body that is not `application/json` (415), and a path
+under /api/ that names no endpoint (404) included.
 """
 
 from __future__ import annotations
@@ -14,16 +16,18 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods
 
 from . import selectors, services
 from .edge import bearer_credential, edge_token, token_for
-from .events import EventError, json_depth
+from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, json_depth, parse_seq, unstorable
 from .ingest import ingest
 from .models import ApiToken
 from .serializers import conversation_to_dict, event_to_dict, message_to_dict
+
+JSON_CONTENT_TYPE = "application/json"
 
 View = Callable[..., JsonResponse]
 
@@ -40,11 +44,16 @@ def authenticate(request: HttpRequest) -> ApiToken | None:
 def api_view(*methods: str) -> Callable[[View], View]:
     """CSRF-exempt (tokens, not cookies), token-authenticated, errors as JSON."""
 
+    allowed = ", ".join(methods)
+
     def decorate(view: View) -> View:
         @csrf_exempt
-        @require_http_methods(list(methods))
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+            if request.method not in methods:
+                response = error(f"method {request.method[:20]} is not allowed; use {allowed}", 405)
+                response["Allow"] = allowed
+                return response
             # The edge (chatui/edge.py) checked the token before the body was read and
             # passed it on; requests that did not pass the edge (the test client) are
             # checked here.
@@ -66,6 +75,7 @@ def api_view(*methods: str) -> Callable[[View], View]:
 
 def read_json(request: HttpRequest) -> Any:
     """Decode the body, refusing what is too large, not UTF-8, not JSON or too deep."""
+    _require_json_content_type(request)
     limit = settings.CHATUI_MAX_REQUEST_BYTES
     try:
         declared = int(request.headers.get("Content-Length") or 0)
@@ -96,6 +106,18 @@ def read_json(request: HttpRequest) -> Any:
     return body
 
 
+def _require_json_content_type(request: HttpRequest) -> None:
+    """No Content-Type is taken as JSON, and so is `application/json; charset=utf-8`;
+    anything else (curl's `-d` sends a form type) is a 415 that says what to send."""
+    given = (request.content_type or "").strip().lower()
+    if given and given != JSON_CONTENT_TYPE:
+        raise EventError(
+            f"Content-Type must be {JSON_CONTENT_TYPE}, not '{given[:100]}' "
+            f"(with curl: -H 'Content-Type: {JSON_CONTENT_TYPE}')",
+            status=415,
+        )
+
+
 def _too_deep() -> EventError:
     return EventError(f"JSON is nested deeper than {settings.CHATUI_MAX_JSON_DEPTH} levels")
 
@@ -112,9 +134,15 @@ def conversations(request: HttpRequest) -> JsonResponse:
     body = read_json(request) if request.body else {}
     if not isinstance(body, dict):
         raise EventError("expected a JSON object")
+    found = unstorable(body)
+    if found is not None:
+        raise EventError(f"field '{found[0]}' {found[1]}", field=found[0])
     title = body.get("title", "")
-    if not isinstance(title, str) or len(title) > 200:
-        raise EventError("field 'title' must be a string of at most 200 characters", field="title")
+    if not isinstance(title, str) or len(title) > MAX_TITLE_CHARS:
+        raise EventError(
+            f"field 'title' must be a string of at most {MAX_TITLE_CHARS} characters",
+            field="title",
+        )
     owner = request.user
     if body.get("owner") is not None:
         owner = _owner_from(request, body["owner"])
@@ -163,10 +191,12 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
     if request.method == "POST":
         result = ingest(conversation, read_json(request))
         return JsonResponse(result.as_dict())
-    after = request.GET.get("after", "0")
-    if not after.isdigit():
-        return error("'after' must be a non-negative integer", field="after")
-    events = list(selectors.events_after(conversation, int(after)))
+    after = parse_seq(request.GET.get("after", "0"))
+    if after is None:
+        return error(
+            f"'after' must be a whole number from 0 to {MAX_SEQ}, in ASCII digits", field="after"
+        )
+    events = list(selectors.events_after(conversation, after))
     return JsonResponse(
         {
             "events": [event_to_dict(event) for event in events],
@@ -174,3 +204,28 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
             "has_more": bool(events) and events[-1].seq < conversation.last_seq,
         }
     )
+
+
+@csrf_exempt
+def not_found(request: HttpRequest) -> JsonResponse:
+    """Any path under /api/ that names no endpoint: JSON like every other API answer."""
+    return error(f"no API endpoint at '{request.path[:200]}'", 404)
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: Django's own refusals (e.g. more than DATA_UPLOAD_MAX_NUMBER_FIELDS
+    query parameters) are JSON under /api/ too; pages keep Django's page."""
+    if is_api_request(request):
+        return error("bad request: " + (str(exception) if exception else "refused")[:200])
+    return defaults.bad_request(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: an Http404 raised under /api/ answers JSON."""
+    if is_api_request(request):
+        return not_found(request)
+    return defaults.page_not_found(request, exception)

@@ -25,6 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import frames, selectors
+from .events import parse_seq
 from .models import Conversation
 from .revocation import session_group, session_user, user_group
 
@@ -136,9 +137,8 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
     def _after(self) -> int:
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        value = (query.get("after") or ["0"])[0]
-        return int(value) if value.isdigit() else 0
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        return parse_seq((query.get("after") or ["0"])[0]) or 0
 
     def _session_key(self) -> str | None:
         session = self.scope.get("session")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,6 +42,23 @@ class EventError(Exception):
         return body
 
 
+# --- limits: what the columns (chatui.models) and the renderers can hold ---------
+
+#: Ids (`event_id`, `run_id`, `message_id`, `tool_call_id`, `parent_tool_call_id`,
+#: `tool_calls[].id`) live in 200-character columns. A message id is 250 wide, but
+#: the projection derives tool message ids from it (`tool_<id>_<n>`), so 200 here too.
+MAX_ID_CHARS = 200
+#: `tool_name` and `tool_calls[].name`: Message.tool_name is 200 characters.
+MAX_TOOL_NAME_CHARS = 200
+#: Conversation.title is 200 characters.
+MAX_TITLE_CHARS = 200
+MAX_DURATION_MS = 10 * 365 * 24 * 60 * 60 * 1000  # 10 years
+MAX_TOKENS = 10**12
+MAX_ATTEMPTS = 1000
+#: Seqs and positions are 64-bit signed integers in SQLite and PostgreSQL.
+MAX_SEQ = 2**63 - 1
+
+
 # --- field checkers: each returns an error phrase, or None when the value fits ---
 
 Checker = Callable[[Any], str | None]
@@ -66,22 +86,71 @@ def boolean(value: Any) -> str | None:
     return None if isinstance(value, bool) else "must be true or false"
 
 
-def number(value: Any) -> str | None:
-    if not _is_number(value):
-        return "must be a number"
-    return None if value >= 0 else "must not be negative"
+def _is_finite(value: int | float) -> bool:
+    return isinstance(value, int) or math.isfinite(value)
 
 
-def integer(value: Any) -> str | None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        return "must be an integer"
-    return None if value >= 0 else "must not be negative"
+def number_up_to(limit: int, meaning: str = "") -> Checker:
+    """A finite number in 0..limit; `meaning` says what the limit is, for the message."""
+    suffix = f" ({meaning})" if meaning else ""
+
+    def check(value: Any) -> str | None:
+        if not _is_number(value):
+            return "must be a number"
+        if not _is_finite(value):
+            return "must be a finite number"
+        if value < 0:
+            return "must not be negative"
+        return None if value <= limit else f"must be at most {limit}{suffix}"
+
+    return check
+
+
+def integer_up_to(limit: int) -> Checker:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return "must be an integer"
+        if value < 0:
+            return "must not be negative"
+        return None if value <= limit else f"must be at most {limit}"
+
+    return check
 
 
 def fraction(value: Any) -> str | None:
     if not _is_number(value):
         return "must be a number"
-    return None if 0 <= value <= 1 else "must be between 0 and 1"
+    if _is_finite(value) and 0 <= value <= 1:
+        return None
+    return "must be between 0 and 1"
+
+
+def id_string(value: Any) -> str | None:
+    """A non-empty id that fits its column."""
+    problem = nonempty_string(value)
+    if problem is None and len(value) > MAX_ID_CHARS:
+        return f"must be at most {MAX_ID_CHARS} characters"
+    return problem
+
+
+def short_name(value: Any) -> str | None:
+    """A tool name that fits its column."""
+    problem = nonempty_string(value)
+    if problem is None and len(value) > MAX_TOOL_NAME_CHARS:
+        return f"must be at most {MAX_TOOL_NAME_CHARS} characters"
+    return problem
+
+
+def optional_id(value: Any) -> str | None:
+    """`tool_calls[].id`: "" means "no id" (matched by name), else an id that fits."""
+    if not isinstance(value, str):
+        return "must be a string"
+    return None if len(value) <= MAX_ID_CHARS else f"must be at most {MAX_ID_CHARS} characters"
+
+
+duration = number_up_to(MAX_DURATION_MS, "10 years in ms")
+token_count = integer_up_to(MAX_TOKENS)
+attempt_count = integer_up_to(MAX_ATTEMPTS)
 
 
 def anything(value: Any) -> str | None:
@@ -101,9 +170,103 @@ def tool_call_list(value: Any) -> str | None:
     return None if isinstance(value, list) else "must be an array"
 
 
+def contract_number(value: Any, limit: int, *, integral: bool = False) -> int | float | None:
+    """`value` if ingest would accept it today (finite, 0..limit), else None.
+
+    For readers of stored data: rows written before these limits existed (or by
+    hand) must render as "—", never crash a page, an export or a replay.
+    """
+    if not _is_number(value) or (integral and not isinstance(value, int)):
+        return None
+    if not _is_finite(value) or not 0 <= value <= limit:
+        return None
+    return value
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
+
+
+def parse_seq(text: str) -> int | None:
+    """A query parameter such as `after=`/`before=`: ASCII digits only (`"²".isdigit()`
+    is true, and int() refuses it) and at most MAX_SEQ (a bigger one overflows the
+    database's integers). None when it is anything else."""
+    if not _ASCII_DIGITS.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value <= MAX_SEQ else None
+
+
+# --- text and numbers no column can hold (SEC6) ------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Above this many bits an int may exceed Python's int↔str digit limit (4300 digits):
+#: such ints are checked exactly, the cheap test keeps ordinary ones fast.
+_BIG_INT_BITS = 1000
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored and shown, or None. PostgreSQL refuses NUL in text
+    and jsonb, and a lone surrogate cannot be encoded as UTF-8 at all: both are
+    rejected (not silently replaced), so what is stored is what was sent."""
+    if "\x00" in text:
+        return "must not contain the NUL character (\\u0000)"
+    found = _SURROGATE.search(text)
+    if found:
+        return (
+            f"must not contain a lone surrogate (U+{ord(found.group()):04X}); "
+            "text must be valid Unicode"
+        )
+    return None
+
+
+def _number_problem(value: int | float) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number (1e999 overflows to infinity)"
+    if isinstance(value, int) and value.bit_length() > _BIG_INT_BITS:
+        try:
+            str(value)
+        except ValueError:
+            return f"must have at most {sys.get_int_max_str_digits()} digits"
+    return None
+
+
+def _shown_key(key: str) -> str:
+    """A key as it may appear in an error's field path: escaped and short."""
+    shown = key.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\u0000")
+    return shown if len(shown) <= 40 else shown[:39] + "…"
+
+
+def unstorable(value: Any) -> tuple[str, str] | None:
+    """The first string, key or number in decoded JSON that cannot be stored or
+    rendered, as (field path, problem), or None. Iterative, like `json_depth`."""
+    stack = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        problem = None
+        if isinstance(item, str):
+            problem = text_problem(item)
+        elif _is_number(item):
+            problem = _number_problem(item)
+        elif isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                name = key if isinstance(key, str) else str(key)
+                child_path = f"{where}.{_shown_key(name)}" if where else _shown_key(name)
+                key_problem = text_problem(name)
+                if key_problem:
+                    return child_path, f"has an invalid key: it {key_problem}"
+                children.append((child, child_path))
+            stack.extend(reversed(children))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(item))))
+        if problem:
+            return where, problem
+    return None
+
+
 TOOL_CALL_FIELDS: dict[str, tuple[Checker, bool]] = {
-    "id": (string, False),
-    "name": (nonempty_string, True),
+    "id": (optional_id, False),
+    "name": (short_name, True),
     "args": (obj, False),
     "args_summary": (string, False),
 }
@@ -113,41 +276,41 @@ STATUSES = ("thinking", "running", "info", "completed", "failed")
 # type -> {field: (checker, required)}
 SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
     "user.message": {
-        "message_id": (nonempty_string, False),
+        "message_id": (id_string, False),
         "content": (nonempty_string, True),
     },
     "agent.message.delta": {
-        "message_id": (nonempty_string, True),
+        "message_id": (id_string, True),
         "delta": (string, True),
     },
     "agent.step.completed": {
-        "message_id": (nonempty_string, False),
+        "message_id": (id_string, False),
         "content": (string, True),
         "tool_calls": (tool_call_list, False),
-        "duration_ms": (number, False),
-        "tokens": (integer, False),
+        "duration_ms": (duration, False),
+        "tokens": (token_count, False),
     },
     "agent.tool.started": {
-        "tool_call_id": (nonempty_string, True),
-        "tool_name": (nonempty_string, True),
+        "tool_call_id": (id_string, True),
+        "tool_name": (short_name, True),
         "args": (obj, False),
         "args_summary": (string, False),
-        "parent_tool_call_id": (nonempty_string, False),
-        "attempt": (integer, False),
-        "max_attempts": (integer, False),
+        "parent_tool_call_id": (id_string, False),
+        "attempt": (attempt_count, False),
+        "max_attempts": (attempt_count, False),
     },
     "agent.tool.progress": {
-        "tool_call_id": (nonempty_string, True),
+        "tool_call_id": (id_string, True),
         "progress": (fraction, False),
         "output": (string, False),
         "message": (string, False),
     },
     "agent.tool.completed": {
-        "tool_call_id": (nonempty_string, True),
-        "tool_name": (nonempty_string, False),
+        "tool_call_id": (id_string, True),
+        "tool_name": (short_name, False),
         "result": (anything, False),
         "error": (string, False),
-        "duration_ms": (number, False),
+        "duration_ms": (duration, False),
         "details": (obj, False),
     },
     "agent.continuation": {
@@ -202,7 +365,34 @@ def json_depth(value: Any) -> int:
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Raises ValueError for NaN, infinities and ints over Python's digit limit."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def encode_event(raw: dict[str, Any], index: int) -> bytes:
+    """The event's canonical UTF-8 (its size and hash), refusing what no column or
+    renderer can hold: NUL, lone surrogates, non-finite or giant numbers (SEC6).
+
+    The common case costs one dump and one encode: only when those fail, or the text
+    holds an escaped NUL, is the event walked to name the field at fault.
+    """
+    try:
+        text = canonical_json(raw)
+        encoded = text.encode()
+    except (ValueError, UnicodeEncodeError):
+        text = None
+    # json.dumps escapes NUL as the six characters \u0000 (text that merely holds them
+    # is walked for nothing).
+    if text is None or "\\u0000" in text:
+        found = unstorable(raw)
+        if found is not None:
+            path, problem = found
+            raise EventError(f"field '{path}' {problem}", index=index, field=path)
+        if text is None:
+            raise EventError("event cannot be encoded as JSON", index=index)
+    return encoded
 
 
 def unwrap_batch(body: Any) -> list[Any]:
@@ -234,8 +424,8 @@ def normalise_event(
 ) -> NormalisedEvent:
     if not isinstance(raw, dict):
         raise EventError("an event must be a JSON object", index=index)
-    encoded = canonical_json(raw)
-    if max_event_bytes is not None and len(encoded.encode()) > max_event_bytes:
+    encoded = encode_event(raw, index)
+    if max_event_bytes is not None and len(encoded) > max_event_bytes:
         raise EventError(f"event is larger than {max_event_bytes} bytes", index=index, status=413)
     raw_type = raw.get("type")
     if raw_type is None:
@@ -255,10 +445,6 @@ def normalise_event(
         fields = _from_tool_execution_end(fields)
 
     event_id = _optional_common(fields, "event_id", index)
-    if event_id is not None and len(event_id) > 200:
-        raise EventError(
-            "field 'event_id' must be at most 200 characters", index=index, field="event_id"
-        )
     run_id = _optional_common(fields, "run_id", index) or ""
     timestamp = _parse_timestamp(fields.get("timestamp"), index)
 
@@ -279,7 +465,7 @@ def normalise_event(
     return NormalisedEvent(
         type=event_type,
         payload=payload,
-        body_hash=hashlib.sha256(encoded.encode()).hexdigest(),
+        body_hash=hashlib.sha256(encoded).hexdigest(),
         event_id=event_id,
         run_id=run_id,
         timestamp=timestamp,
@@ -293,6 +479,10 @@ def _optional_common(fields: dict[str, Any], name: str, index: int) -> str | Non
         return None
     if not isinstance(value, str) or not value:
         raise EventError(f"field '{name}' must be a non-empty string", index=index, field=name)
+    if len(value) > MAX_ID_CHARS:
+        raise EventError(
+            f"field '{name}' must be at most {MAX_ID_CHARS} characters", index=index, field=name
+        )
     return value
 
 
@@ -310,8 +500,16 @@ def _parse_timestamp(value: Any, index: int) -> datetime | None:
             "field 'timestamp' must be an ISO 8601 date-time", index=index, field="timestamp"
         )
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
+        return parsed.replace(tzinfo=UTC)
+    try:
+        # Stored as UTC: 0001-01-01T00:00+05:00 and 9999-12-31T23:59-05:00 do not fit.
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise EventError(
+            "field 'timestamp' is out of range once converted to UTC (years 1 to 9999)",
+            index=index,
+            field="timestamp",
+        ) from None
 
 
 def _check_tool_calls(calls: list[Any], index: int) -> list[dict[str, Any]]:

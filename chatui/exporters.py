@@ -27,11 +27,14 @@
     run's `agent.step.completed` `tokens`: chatui's event contract carries one
     count, not OTel's input/output split); and `chatui.*` for what has no
     convention (run id and status, tool status, args summary, duration).
+    A stored number that ingest would not accept today (a row from before the
+    limits of chatui.events) is left out, never a failed export.
   Times are unix nanoseconds as decimal strings, ids lowercase hex (OTLP/JSON).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterator
@@ -40,6 +43,7 @@ from typing import IO, Any
 
 from django.db.models import Max, Min
 
+from .events import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from .models import Conversation, Event, Message, Role, Run, ToolStatus
 from .selectors import messages_of
 from .serializers import conversation_to_dict, event_to_input, message_to_dict
@@ -170,13 +174,17 @@ def _run_windows(conversation: Conversation) -> dict[str, tuple[datetime, dateti
     return {row["run_id"]: (row["first"], row["last"]) for row in rows}
 
 
-def _tokens_by_run(conversation: Conversation) -> dict[str, int]:
-    totals: dict[str, int] = {}
+def _tokens_by_run(conversation: Conversation) -> dict[str, int | None]:
+    """run_id -> its steps' total tokens; None when a step's stored count is malformed."""
+    totals: dict[str, int | None] = {}
     assistant = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT)
     for run_id, metadata in assistant.values_list("run_id", "metadata"):
-        count = (metadata or {}).get("tokens")
-        if isinstance(count, int) and not isinstance(count, bool):
-            totals[run_id] = totals.get(run_id, 0) + count
+        given = (metadata or {}).get("tokens")
+        if given is None:
+            continue
+        count = contract_number(given, MAX_TOKENS, integral=True)
+        total = totals.get(run_id, 0)
+        totals[run_id] = None if count is None or total is None else total + count
     return totals
 
 
@@ -213,7 +221,7 @@ def _run_span(
     first: datetime,
     last: datetime,
     run: Run | None,
-    tokens: dict[str, int],
+    tokens: dict[str, int | None],
 ) -> dict[str, Any]:
     status = _status(STATUS_UNSET)
     error_type = None
@@ -258,13 +266,13 @@ def _tool_span(
     began = started.get(call_id) if call_id else None
     if began is not None and done is not None and began[0] > done[0]:
         began = None  # a late `started` for a finished tool changed nothing
-    duration = meta.get("tool_duration_ms")
+    duration = contract_number(meta.get("tool_duration_ms"), MAX_DURATION_MS)
+    start = tool.timestamp
     if began is not None:
         start = began[1]
-    elif done is not None and isinstance(duration, int | float):
-        start = done[1] - timedelta(milliseconds=duration)
-    else:
-        start = tool.timestamp
+    elif done is not None and duration is not None:
+        with contextlib.suppress(OverflowError):  # before the year 1: the entry's own time
+            start = done[1] - timedelta(milliseconds=duration)
     end = done[1] if done is not None else run_end
     end = max(end, start)
 

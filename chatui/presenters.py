@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number
 from .markdown import render_markdown
 from .models import Message, Role, ToolStatus
 
@@ -56,6 +57,9 @@ MAX_NESTING_DEPTH = 6
 
 ELLIPSIS = "…"
 ZWSP = "\u200b"
+# What a stored number shows when it is not one ingest accepts today (a row from
+# before the limits of chatui.events, or written by hand): never a crash.
+MALFORMED = "—"
 PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 EPHEMERAL_STATUS_TYPES = ("thinking", "tool_call", "tool_result", "info")
 
@@ -227,10 +231,13 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def duration_text(value: Any) -> str | None:
+    """G7 for a stored `duration_ms`: None when none was sent, MALFORMED when it is
+    not a duration ingest accepts. The one place a stored duration is formatted."""
+    if value is None:
         return None
-    return float(value)
+    ms = contract_number(value, MAX_DURATION_MS)
+    return MALFORMED if ms is None else format_duration(ms)
 
 
 def _iso(moment: datetime) -> str:
@@ -519,19 +526,22 @@ def _details_json(meta: dict[str, Any]) -> str | None:
 
 def _retry_line(meta: dict[str, Any], title: str) -> str | None:
     """G14: attempt > 1 → "⟳ Title — Retrying (2/3)"."""
-    attempt = _int_like(meta.get("attempt"))
+    attempt = contract_number(_int_like(meta.get("attempt")), MAX_ATTEMPTS)
     if attempt is None or attempt <= 1:
         return None
-    limit = _int_like(meta.get("max_attempts"))
-    count = f"{attempt}/{limit}" if limit else str(attempt)
+    count = str(attempt)
+    if meta.get("max_attempts"):
+        limit = contract_number(_int_like(meta["max_attempts"]), MAX_ATTEMPTS)
+        count += f"/{MALFORMED if limit is None else limit}"
     return f"⟳ {title} — Retrying ({count})"
 
 
 def _live_fields(meta: dict[str, Any]) -> dict[str, Any]:
     """G11/G12: progress bar, progress line and output tail of a pending tool."""
-    fraction = _number(meta.get("progress"))
+    # A malformed stored progress shows no bar rather than a wrong one.
+    fraction = contract_number(meta.get("progress"), 1)
     if fraction is not None:
-        fraction = min(1.0, max(0.0, fraction))
+        fraction = float(fraction)
     output = meta.get("output")
     tail, arrow = split_output(output) if isinstance(output, str) else (None, None)
     message = meta.get("progress_message")
@@ -563,7 +573,6 @@ def present_tool_entry(
     error_text = (meta.get("tool_error") or message.content) if is_error else None
     # The display text of §3 is `content`; nothing is shown until the tool ends (G5).
     result = None if pending else present_result(message.content or (error_text or ""))
-    duration = _number(meta.get("tool_duration_ms"))
     started = message.timestamp
     return ToolEntryView(
         dom_id=message.dom_id,
@@ -580,7 +589,7 @@ def present_tool_entry(
         ),
         result=result,
         error=neutralise(clip(error_text, ERROR_CHARS)) if error_text else None,
-        duration_text=None if duration is None else format_duration(duration),
+        duration_text=duration_text(meta.get("tool_duration_ms")),
         details_json=_details_json(meta),
         kind_view=present_kind(meta.get("details")),
         retry_line=_retry_line(meta, title),
@@ -722,14 +731,31 @@ def is_assistant_shown(message: Message) -> bool:
     return should_render_assistant_content(message)
 
 
-def meta_line(duration_ms: float | None, tokens: int | None) -> str | None:
+#: A run's total: a number, MALFORMED when a step's stored value is not one ingest
+#: accepts, or None when no step sent one.
+Total = int | float | str | None
+
+
+def meta_line(duration_ms: Total, tokens: Total) -> str | None:
     """S1: "Assistant · 1.2s · 650 tokens", with what is known."""
     parts = ["Assistant"]
-    if duration_ms is not None:
+    if duration_ms == MALFORMED:
+        parts.append(MALFORMED)
+    elif duration_ms is not None:
         parts.append(format_duration(duration_ms, compact=True))
-    if tokens is not None:
+    if tokens == MALFORMED:
+        parts.append(f"{MALFORMED} tokens")
+    elif tokens is not None:
         parts.append(format_tokens(tokens))
     return " · ".join(parts) if len(parts) > 1 else None
+
+
+def _run_total(values: Iterable[Any], limit: int, *, integral: bool = False) -> Total:
+    sent = [value for value in values if value is not None]
+    if not sent:
+        return None
+    valid = [contract_number(value, limit, integral=integral) for value in sent]
+    return MALFORMED if None in valid else sum(valid)
 
 
 def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
@@ -743,11 +769,11 @@ def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
         visible = [step for step in steps if step.pk in shown]
         if not visible or not visible[-1].is_final:
             continue
-        durations = [_number((s.metadata or {}).get("duration_ms")) for s in steps]
-        tokens = [_int_like((s.metadata or {}).get("tokens")) for s in steps]
-        known_d = [d for d in durations if d is not None]
-        known_t = [t for t in tokens if t is not None]
-        line = meta_line(sum(known_d) if known_d else None, sum(known_t) if known_t else None)
+        metas = [step.metadata or {} for step in steps]
+        line = meta_line(
+            _run_total((meta.get("duration_ms") for meta in metas), MAX_DURATION_MS),
+            _run_total((meta.get("tokens") for meta in metas), MAX_TOKENS, integral=True),
+        )
         if line:
             lines[visible[-1].pk] = line
     return lines

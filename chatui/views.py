@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import agents, frames, selectors, services
-from .events import EventError
+from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
 
@@ -78,10 +78,10 @@ def transcript_fragment(request: HttpRequest, conversation_id) -> HttpResponse:
 def earlier_messages(request: HttpRequest, conversation_id) -> HttpResponse:
     """ "Load earlier": the window before `before`, prepended to the transcript."""
     conversation = _viewable(request, conversation_id)
-    before = request.GET.get("before", "")
-    if not before.isdigit():
-        return HttpResponse("'before' must be a message position", status=400)
-    messages, has_earlier = selectors.transcript_window(conversation, before_position=int(before))
+    before = parse_seq(request.GET.get("before", ""))
+    if before is None:
+        return HttpResponse("'before' must be a message position (ASCII digits)", status=400)
+    messages, has_earlier = selectors.transcript_window(conversation, before_position=before)
     context = frames.transcript_context(conversation, messages, has_earlier=has_earlier)
     return render(request, "chatui/_transcript.html#earlier", context)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -268,3 +269,234 @@ def test_unsupported_methods_are_refused(api, conversation, method):
 def test_single_event_body_is_accepted(api, conversation):
     response = api.post_events(conversation, json.loads(json.dumps(EVENT)))
     assert response.json() == {"accepted": 1, "duplicates": 0, "last_seq": 1}
+
+
+# -- SEC6: hostile input is a 400 naming index and field, never a 500 ------------------
+
+
+def test_sec6_1e999_is_400_naming_index_and_field(api, conversation):
+    raw = b'[{"type":"user.message","content":"ok"},'
+    raw += b'{"type":"agent.step.completed","content":"","duration_ms":1e999}]'
+    response = api.post_events(conversation, raw=raw)
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "field 'duration_ms' must be a finite number (1e999 overflows to infinity)",
+        "index": 1,
+        "field": "duration_ms",
+    }
+    assert nothing_changed(conversation)
+
+
+def test_sec6_huge_duration_is_400_and_the_conversation_still_renders(
+    api, client, user, conversation
+):
+    event = {"type": "agent.step.completed", "content": "done", "duration_ms": int("9" * 400)}
+    response = api.post_events(conversation, [EVENT, event])
+    assert response.status_code == 400
+    assert response.json()["error"] == (
+        "field 'duration_ms' must be at most 315360000000 (10 years in ms)"
+    )
+    assert (response.json()["index"], response.json()["field"]) == (1, "duration_ms")
+    assert nothing_changed(conversation)
+    client.force_login(user)
+    assert client.get(conversation.get_absolute_url()).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (rb'{"type":"user.message","content":"\ud800"}', "content"),
+        (
+            rb'{"type":"agent.tool.started","tool_call_id":"c","tool_name":"t","args":{"\udfff":1}}',
+            "args.\\udfff",
+        ),
+        (
+            rb'{"type":"agent.tool.started","tool_call_id":"c","tool_name":"t",'
+            rb'"args":{"a":[{"b":"\ud800"}]}}',
+            "args.a[0].b",
+        ),
+        (rb'{"type":"user.message","content":"x","run_id":"\ud800"}', "run_id"),
+    ],
+)
+def test_sec6_lone_surrogate_in_any_string_is_400(api, conversation, raw, field):
+    response = api.post_events(conversation, raw=raw)
+    assert response.status_code == 400
+    assert (response.json()["index"], response.json()["field"]) == (0, field)
+    assert "lone surrogate" in response.json()["error"]
+    assert nothing_changed(conversation)
+
+
+def test_sec6_lone_surrogate_in_title_is_400(api):
+    response = api.post("/api/v1/conversations", raw=rb'{"title":"\ud800"}')
+    assert response.status_code == 400
+    assert response.json()["field"] == "title"
+    assert "lone surrogate" in response.json()["error"]
+    assert not Conversation.objects.exists()
+
+
+def test_sec6_nul_in_title_or_owner_is_400(api):
+    for body, field in ([{"title": "a\x00"}, "title"], [{"owner": "alice\x00"}, "owner"]):
+        response = api.post("/api/v1/conversations", body)
+        assert response.status_code == 400
+        assert response.json()["field"] == field
+    assert not Conversation.objects.exists()
+
+
+def test_sec6_nul_in_text_is_400_naming_the_field(api, conversation):
+    """Rejected, not stripped: PostgreSQL cannot store it, and silently changing what a
+    runtime sent would make the event log lie."""
+    response = api.post_events(conversation, [EVENT, {"type": "user.message", "content": "a\x00"}])
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "field 'content' must not contain the NUL character (\\u0000)",
+        "index": 1,
+        "field": "content",
+    }
+    assert nothing_changed(conversation)
+
+
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_sec6_timestamp_overflowing_utc_is_400(api, conversation, moment):
+    response = api.post_events(conversation, [{**EVENT, "timestamp": moment}])
+    assert response.status_code == 400
+    assert (response.json()["index"], response.json()["field"]) == (0, "timestamp")
+    assert nothing_changed(conversation)
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        (
+            {"type": "agent.tool.started", "tool_call_id": "c" * 201, "tool_name": "t"},
+            "tool_call_id",
+        ),
+        ({"type": "agent.tool.started", "tool_call_id": "c", "tool_name": "t" * 201}, "tool_name"),
+        ({**EVENT, "run_id": "r" * 201}, "run_id"),
+        ({**EVENT, "message_id": "m" * 201}, "message_id"),
+        (
+            {
+                "type": "agent.step.completed",
+                "content": "",
+                "tool_calls": [{"id": "i" * 201, "name": "t"}],
+            },
+            "tool_calls[0].id",
+        ),
+    ],
+)
+def test_sec6_over_long_ids_are_400_naming_the_field(api, conversation, event, field):
+    response = api.post_events(conversation, [event])
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": f"field '{field}' must be at most 200 characters",
+        "index": 0,
+        "field": field,
+    }
+    assert nothing_changed(conversation)
+
+
+@pytest.mark.parametrize("after", ["²", "١", "１", "-1", "1e3", "9223372036854775808", "9" * 30])
+def test_sec6_after_must_be_ascii_digits_within_range(api, conversation, after):
+    response = api.get(f"/api/v1/conversations/{conversation.pk}/events", after=after)
+    assert response.status_code == 400
+    assert response.json()["field"] == "after"
+
+
+# -- every 4xx of the API is JSON ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "allowed"),
+    [
+        ("/api/v1/conversations", "put", "GET, POST"),
+        ("/api/v1/conversations", "delete", "GET, POST"),
+        ("/api/v1/conversations/{id}", "post", "GET"),
+        ("/api/v1/conversations/{id}", "patch", "GET"),
+        ("/api/v1/conversations/{id}/events", "put", "GET, POST"),
+        ("/api/v1/conversations/{id}/events", "options", "GET, POST"),
+    ],
+)
+def test_api_wrong_method_is_json_405_with_allow(api, conversation, path, method, allowed):
+    response = getattr(api.client, method)(path.format(id=conversation.pk), headers=api.headers)
+    assert response.status_code == 405
+    assert response["Allow"] == allowed
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"] == f"method {method.upper()} is not allowed; use {allowed}"
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data"]
+)
+def test_api_post_that_is_not_json_is_415(api, conversation, content_type):
+    response = api.client.post(
+        f"/api/v1/conversations/{conversation.pk}/events",
+        data=json.dumps(EVENT),
+        content_type=content_type,
+        headers=api.headers,
+    )
+    assert response.status_code == 415
+    assert "Content-Type must be application/json" in response.json()["error"]
+    assert nothing_changed(conversation)
+
+
+@pytest.mark.parametrize(
+    "content_type", ["", "application/json; charset=utf-8", "Application/JSON"]
+)
+def test_api_takes_json_without_a_content_type_or_with_parameters(api, conversation, content_type):
+    response = api.client.post(
+        f"/api/v1/conversations/{conversation.pk}/events",
+        data=json.dumps(EVENT),
+        content_type=content_type,
+        headers=api.headers,
+    )
+    assert response.status_code == 200
+
+
+def test_api_curl_dash_d_is_told_what_to_send(api):
+    """`curl -d` sends a form type: the README passes the JSON header, and the 415 says so."""
+    response = api.client.post(
+        "/api/v1/conversations",
+        data='{"title":"deploy"}',
+        content_type="application/x-www-form-urlencoded",
+        headers=api.headers,
+    )
+    assert response.status_code == 415
+    assert "-H 'Content-Type: application/json'" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api",
+        "/api/",
+        "/api/v1/",
+        "/api/v1/nope",
+        "/api/v2/conversations",
+        "/api/v1/conversations/",
+        "/api/v1/conversations/not-a-uuid",
+        "/api/v1/conversations/7d1f1f9e-0000-4000-8000-000000000000/events/extra",
+    ],
+)
+def test_api_unknown_paths_are_json_404(api, path):
+    for response in (api.get(path), api.client.post(path, headers=api.headers)):
+        assert response.status_code == 404
+        assert response["Content-Type"] == "application/json"
+        assert response.json()["error"].startswith("no API endpoint at ")
+
+
+def test_api_djangos_own_400_is_json_too(api, conversation):
+    """More query parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS: Django refuses them."""
+    fields = "&".join(f"f{n}=1" for n in range(1001))
+    response = api.client.get(
+        f"/api/v1/conversations/{conversation.pk}/events?after=0&{fields}", headers=api.headers
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert "DATA_UPLOAD_MAX_NUMBER_FIELDS" in response.json()["error"]
+
+
+def test_readme_curl_examples_send_the_json_content_type():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    posts = [line for line in readme.splitlines() if "curl " in line and " -d " in line]
+    assert len(posts) == 2
+    assert 'JSON="Content-Type: application/json"' in readme
+    assert all('-H "$JSON"' in line for line in posts)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.events import EVENT_TYPES, EventError, json_depth, parse_events, result_text
+from chatui.events import (
+    EVENT_TYPES,
+    EventError,
+    json_depth,
+    parse_events,
+    parse_seq,
+    result_text,
+)
 
 VALID = {
     "user.message": {"content": "hi"},
@@ -164,3 +171,182 @@ def test_json_depth_counts_containers_without_recursion():
     assert json_depth(deep) == 5001
     assert json_depth({"a": [1, {"b": 2}]}) == 3
     assert json_depth("flat") == 0
+
+
+# -- SEC6: numbers, ids and text the columns and the renderers can hold -------------
+
+STEP = {"type": "agent.step.completed", "content": ""}
+STARTED = {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls"}
+COMPLETED = {"type": "agent.tool.completed", "tool_call_id": "c1"}
+PROGRESS = {"type": "agent.tool.progress", "tool_call_id": "c1"}
+
+
+@pytest.mark.parametrize(
+    ("event", "field", "message"),
+    [
+        (
+            {**STEP, "duration_ms": int("9" * 400)},
+            "duration_ms",
+            "field 'duration_ms' must be at most 315360000000 (10 years in ms)",
+        ),
+        (
+            {**COMPLETED, "duration_ms": 315_360_000_000.5},
+            "duration_ms",
+            "field 'duration_ms' must be at most 315360000000 (10 years in ms)",
+        ),
+        (
+            {**STEP, "tokens": int("9" * 4300)},
+            "tokens",
+            "field 'tokens' must be at most 1000000000000",
+        ),
+        ({**STARTED, "attempt": 10**6}, "attempt", "field 'attempt' must be at most 1000"),
+        (
+            {**STARTED, "max_attempts": 1001},
+            "max_attempts",
+            "field 'max_attempts' must be at most 1000",
+        ),
+        ({**COMPLETED, "duration_ms": -1}, "duration_ms", "field 'duration_ms' must not be"),
+        # In-process callers can hand over floats JSON cannot carry.
+        ({**STEP, "duration_ms": float("inf")}, "duration_ms", "must be a finite number"),
+        ({**PROGRESS, "progress": float("nan")}, "progress", "must be a finite number"),
+        ({**STEP, "tokens": 10**5000}, "tokens", "must have at most 4300 digits"),
+    ],
+)
+def test_sec6_numbers_beyond_what_is_stored_and_shown_are_refused(event, field, message):
+    with pytest.raises(EventError) as caught:
+        parse_events([VALID_EVENT(), event])
+    assert (caught.value.index, caught.value.field, caught.value.status) == (1, field, 400)
+    assert message in caught.value.message
+
+
+def test_sec6_numbers_at_the_limits_are_accepted():
+    events = parse_events(
+        [
+            {**STEP, "duration_ms": 315_360_000_000, "tokens": 10**12},
+            {**STARTED, "attempt": 1000, "max_attempts": 1000},
+            {**PROGRESS, "progress": 1},
+            {**COMPLETED, "duration_ms": 0.5},
+        ]
+    )
+    assert [event.type for event in events] == [
+        "agent.step.completed",
+        "agent.tool.started",
+        "agent.tool.progress",
+        "agent.tool.completed",
+    ]
+
+
+LONG_ID = "x" * 201
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({**STARTED, "tool_call_id": LONG_ID}, "tool_call_id"),
+        ({**PROGRESS, "tool_call_id": LONG_ID}, "tool_call_id"),
+        ({**COMPLETED, "tool_call_id": LONG_ID}, "tool_call_id"),
+        ({**STARTED, "tool_name": LONG_ID}, "tool_name"),
+        ({**COMPLETED, "tool_name": LONG_ID}, "tool_name"),
+        ({**STARTED, "parent_tool_call_id": LONG_ID}, "parent_tool_call_id"),
+        ({**VALID_EVENT(), "run_id": LONG_ID}, "run_id"),
+        ({**VALID_EVENT(), "event_id": LONG_ID}, "event_id"),
+        ({**VALID_EVENT(), "message_id": LONG_ID}, "message_id"),
+        ({"type": "agent.message.delta", "message_id": LONG_ID, "delta": "x"}, "message_id"),
+        ({**STEP, "message_id": LONG_ID}, "message_id"),
+        ({**STEP, "tool_calls": [{"id": LONG_ID, "name": "ls"}]}, "tool_calls[0].id"),
+        ({**STEP, "tool_calls": [{"id": "c", "name": LONG_ID}]}, "tool_calls[0].name"),
+        (
+            {"type": "tool_execution_start", "tool_call_id": LONG_ID, "tool_name": "ls"},
+            "tool_call_id",
+        ),
+    ],
+)
+def test_sec6_ids_longer_than_their_columns_are_refused(event, field):
+    with pytest.raises(EventError) as caught:
+        parse_events(event)
+    assert caught.value.field == field
+    assert caught.value.message == f"field '{field}' must be at most 200 characters"
+
+
+def test_ids_of_200_characters_fit():
+    longest = "x" * 200
+    (event,) = parse_events(
+        {
+            **STEP,
+            "message_id": longest,
+            "run_id": longest,
+            "event_id": longest,
+            "tool_calls": [{"id": longest, "name": longest}],
+        }
+    )
+    assert event.payload["tool_calls"] == [{"id": longest, "name": longest}]
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({"type": "user.message", "content": "\ud800"}, "content"),
+        ({**STARTED, "args": {"\udfff": 1}}, "args.\\udfff"),
+        ({**STARTED, "args": {"a": {"b": ["fine", "x\ud83d"]}}}, "args.a.b[1]"),
+        ({**COMPLETED, "result": [1, {"text": "\udc00"}]}, "result[1].text"),
+        ({**STEP, "tool_calls": [{"name": "ls", "args": {"q": "\ud800"}}]}, "tool_calls[0].args.q"),
+        ({"type": "user.\ud800", "content": "x"}, "type"),
+        ({**VALID_EVENT(), "run_id": "r\ud800"}, "run_id"),
+        ({**VALID_EVENT(), "unknown_extra": "\ud800"}, "unknown_extra"),
+    ],
+)
+def test_sec6_lone_surrogate_anywhere_is_refused_naming_the_field(event, field):
+    with pytest.raises(EventError) as caught:
+        parse_events([VALID_EVENT(), event])
+    assert (caught.value.index, caught.value.field, caught.value.status) == (1, field, 400)
+    assert "lone surrogate" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({"type": "user.message", "content": "a\x00b"}, "content"),
+        ({**STARTED, "args": {"k\x00": 1}}, "args.k\\u0000"),
+        ({**COMPLETED, "error": "boom\x00"}, "error"),
+        ({**COMPLETED, "details": {"path": ["a", "\x00"]}}, "details.path[1]"),
+    ],
+)
+def test_sec6_nul_in_any_text_is_refused_naming_the_field(event, field):
+    """PostgreSQL cannot store NUL in text or jsonb: refused, never silently dropped."""
+    with pytest.raises(EventError) as caught:
+        parse_events(event)
+    assert caught.value.field == field
+    assert "NUL character" in caught.value.message
+
+
+def test_the_text_backslash_u0000_is_not_a_nul():
+    (event,) = parse_events({"type": "user.message", "content": "literally \\u0000"})
+    assert event.payload["content"] == "literally \\u0000"
+
+
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_sec6_timestamp_that_overflows_utc_is_refused(moment):
+    with pytest.raises(EventError) as caught:
+        parse_events({**VALID_EVENT(), "timestamp": moment})
+    assert caught.value.field == "timestamp"
+    assert "out of range" in caught.value.message
+
+
+def test_timestamps_are_stored_in_utc():
+    (event,) = parse_events({**VALID_EVENT(), "timestamp": "2025-01-01T05:00:00+05:00"})
+    assert event.timestamp.isoformat() == "2025-01-01T00:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("0", 0), ("42", 42), ("9223372036854775807", 2**63 - 1), ("007", 7)],
+)
+def test_parse_seq_reads_ascii_digits(text, value):
+    assert parse_seq(text) == value
+
+
+@pytest.mark.parametrize(
+    "text", ["", "²", "١٢", "１", "-1", "+1", " 1", "1 ", "1.0", "9223372036854775808", "9" * 40]
+)
+def test_parse_seq_refuses_unicode_digits_signs_and_overflow(text):
+    assert parse_seq(text) is None

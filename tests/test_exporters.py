@@ -313,6 +313,68 @@ def test_export_otlp_tool_completed_without_start_begins_its_duration_earlier(co
     assert "gen_ai.usage.total_tokens" not in attrs(run)
 
 
+@pytest.mark.parametrize(
+    ("duration", "tokens"),
+    [
+        pytest.param(int("9" * 400), int("9" * 4300), id="huge"),
+        pytest.param(-1, -1, id="negative"),
+        pytest.param("1500", "5", id="strings"),
+        pytest.param(315_360_000_001, 10**12 + 1, id="over the limits"),
+        pytest.param([1500], 2.0, id="list and float"),
+    ],
+)
+def test_export_otlp_leaves_out_a_malformed_stored_duration_and_token_count(
+    conversation, feed, duration, tokens
+):
+    """Old rows (written before ingest bounded numbers) export; the bad number is left out."""
+    feed(
+        {"type": "agent.status", "status": "running", "run_id": "r"},
+        {
+            "type": "agent.step.completed",
+            "run_id": "r",
+            "content": "",
+            "tokens": 5,
+            "message_id": "a1",
+        },
+        {
+            "type": "agent.tool.completed",
+            "run_id": "r",
+            "timestamp": "2026-01-01T00:00:05Z",
+            "tool_call_id": "c",
+            "tool_name": "probe",
+            "result": "ok",
+            "duration_ms": 1500,
+        },
+    )
+    tool_message = conversation.messages.get(tool_call_id="c")
+    tool_message.metadata["tool_duration_ms"] = duration
+    tool_message.save()
+    step_message = conversation.messages.get(message_id="a1")
+    step_message.metadata["tokens"] = tokens
+    step_message.save()
+    run, tool = spans_of(json.loads(export_text(conversation, "otlp")))
+    assert "gen_ai.usage.total_tokens" not in attrs(run)
+    assert "chatui.tool.duration_ms" not in attrs(tool)
+    assert tool["startTimeUnixNano"] == tool["endTimeUnixNano"] == nanos(2026, 1, 1, 0, 0, 5)
+
+
+def test_export_otlp_duration_reaching_before_the_year_1_starts_at_the_entry(conversation):
+    """A completed-without-start tool near the year 1: its duration cannot be subtracted."""
+    ingest(
+        conversation,
+        {
+            "type": "agent.tool.completed",
+            "run_id": "r",
+            "timestamp": "0001-01-01T00:00:01Z",
+            "tool_call_id": "c",
+            "tool_name": "probe",
+            "duration_ms": 315_360_000_000,
+        },
+    )
+    (run, tool) = spans_of(export_otlp(conversation))
+    assert tool["startTimeUnixNano"] == tool["endTimeUnixNano"] == run["startTimeUnixNano"]
+
+
 def test_export_otlp_ids_are_deterministic_and_differ_between_conversations(recorded, user):
     assert export_otlp(recorded) == export_otlp(recorded)
     other = Conversation.objects.create(owner=user)

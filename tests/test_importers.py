@@ -190,7 +190,7 @@ def test_import_stores_hostile_content_unchanged(fmt, conversation):
 def test_import_hostile_strings_round_trip_exactly(conversation):
     nasty = (
         "<script>alert(1)</script> {{ request }} {% csrf_token %} hx-get=/x "
-        'onerror="x" javascript:alert(1) @channel &amp; \u2028 \u0000 ‮rtl'
+        'onerror="x" javascript:alert(1) @channel &amp; \u2028 \x7f ‮rtl'
     )
     document = [
         {"role": "user", "content": nasty},

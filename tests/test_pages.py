@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
 
-from chatui import agents, selectors
-from chatui.ingest import ingest
-from chatui.models import Conversation
+from chatui import agents, frames, selectors
+from chatui.asgi import application
+from chatui.events import MAX_SEQ
+from chatui.exporters import EXPORT_FORMATS, export_text
+from chatui.ingest import ingest, reproject
+from chatui.models import Conversation, Event
 from tests.conftest import load_fixture
 
 
@@ -210,3 +218,165 @@ def test_empty_composer_message_is_refused_clearly(client, user, conversation):
     assert response.status_code == 400
     assert response.content.decode() == "Write a message first."
     assert not conversation.messages.exists()
+
+
+# -- SEC6: hostile query parameters -------------------------------------------------
+
+
+@pytest.mark.parametrize("before", ["²", "١٢", "１", "-1", "9223372036854775808", "9" * 30, ""])
+def test_sec6_before_must_be_ascii_digits_within_range(client, user, conversation, before):
+    client.force_login(user)
+    response = client.get(f"/c/{conversation.pk}/earlier", {"before": before})
+    assert response.status_code == 400
+    assert "'before' must be a message position" in response.content.decode()
+
+
+# -- one malformed stored value breaks nothing ------------------------------------------
+
+
+def render_everything(
+    client: Client, conversation: Conversation, *, admin: bool = True
+) -> dict[str, str]:
+    """Every way a conversation is shown: page, fragments, the admin audit page, the
+    three exports (parsed back as JSON) and the socket replay (full and piecemeal).
+    `client` must be logged in as someone who may see the conversation (and the admin)."""
+    conversation.refresh_from_db()
+    pk = conversation.pk
+    responses = {
+        "page": client.get(f"/c/{pk}/"),
+        "transcript": client.get(f"/c/{pk}/transcript"),
+        "earlier": client.get(f"/c/{pk}/earlier", {"before": str(MAX_SEQ)}),
+    }
+    if admin:
+        responses["admin"] = client.get(reverse("admin:chatui_conversation_change", args=[pk]))
+    shown = {}
+    for name, response in responses.items():
+        assert response.status_code == 200, name
+        shown[name] = response.content.decode()
+    for format in EXPORT_FORMATS:
+        text = export_text(conversation, format)
+        # JSONL lines end at "\n" only: U+2028 or U+0085 inside a string are text.
+        for line in filter(None, text.split("\n")) if format == "events" else [text]:
+            json.loads(line)
+        shown[format] = text
+    for after in sorted({0, max(conversation.last_seq - 1, 0)}):
+        frame = frames.replay_frame(pk, after)
+        shown[f"replay {after}"] = frame.html if frame is not None else ""
+    return shown
+
+
+def append_unchecked(conversation: Conversation, *events: dict) -> None:
+    """Event rows written straight to the table, as before ingest checked numbers (old
+    data), then re-projected: replaying such an event must not crash either."""
+    now = timezone.now()
+    for event in events:
+        conversation.last_seq += 1
+        Event.objects.create(
+            conversation=conversation,
+            seq=conversation.last_seq,
+            type=event["type"],
+            run_id=event.get("run_id", ""),
+            tool_call_id=event.get("tool_call_id", ""),
+            payload={key: value for key, value in event.items() if key not in ("type", "run_id")},
+            body_hash="0" * 64,
+            timestamp=now,
+            received_at=now,
+        )
+    conversation.save(update_fields=["last_seq"])
+    reproject(conversation)
+
+
+HUGE = int("9" * 400)
+STEP = {"type": "agent.step.completed", "content": "Done.", "run_id": "r1"}
+TOOL = {"tool_call_id": "c1", "tool_name": "ls", "run_id": "r1"}
+
+OLD_DATA = {
+    "duration_ms of 400 digits": ([{**STEP, "duration_ms": HUGE}], "Assistant · —"),
+    # One count fits Python's 4300-digit limit; the run's sum does not.
+    "tokens of 4300 nines, twice": (
+        [
+            {**STEP, "message_id": "a1", "tokens": int("9" * 4300)},
+            {**STEP, "message_id": "a2", "tokens": int("9" * 4300)},
+        ],
+        "Assistant · — tokens",
+    ),
+    "tool duration_ms of 400 digits": (
+        [{"type": "agent.tool.completed", **TOOL, "result": "ok", "duration_ms": HUGE}],
+        "data-tool-duration>—<",
+    ),
+    "progress and attempts of 400 digits": (
+        [
+            {"type": "agent.tool.started", **TOOL, "attempt": HUGE, "max_attempts": HUGE},
+            {"type": "agent.tool.progress", "tool_call_id": "c1", "progress": HUGE},
+        ],
+        'data-status="running"',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OLD_DATA)
+def test_one_malformed_stored_number_renders_as_a_dash_everywhere(case, conversation):
+    """Issue 9: one event with a huge number broke the page, the fragments, the admin,
+    the OTLP export and the socket replay for good, and re-projection replayed it."""
+    events, expected = OLD_DATA[case]
+    ingest(conversation, {"type": "user.message", "content": "go", "run_id": "r1"})
+    append_unchecked(conversation, *events)
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", password="root-pass-1"))
+    shown = render_everything(client, conversation)
+    for name in ("page", "transcript", "earlier", "admin", "replay 0"):
+        assert expected in shown[name], name
+
+
+# -- SEC4: a socket path that names no conversation ---------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ws/conversations/not-a-uuid/",
+        "/ws/conversations/",
+        "/ws/elsewhere",
+        "/ws/conversations/7d1f1f9e-0000-4000-8000-000000000000/extra/",
+    ],
+)
+async def test_sec4_socket_path_that_is_not_a_conversation_is_closed_4404(path):
+    communicator = WebsocketCommunicator(
+        application, path, headers=[(b"origin", b"http://127.0.0.1")]
+    )
+    connected, _ = await communicator.connect()
+    assert connected
+    assert await communicator.receive_output() == {"type": "websocket.close", "code": 4404}
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("after", ["²", "%C2%B2", "9" * 30])
+async def test_sec6_socket_after_that_is_not_ascii_digits_replays_from_the_start(after):
+    """`"²".isdigit()` is true and int() refuses it: the consumer crashed on connect."""
+    owner, conversation = await sync_to_async(owned_conversation_with_a_message)()
+    cookie = await sync_to_async(session_cookie)(owner)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/conversations/{conversation.pk}/?after={after}",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)],
+    )
+    connected, _ = await communicator.connect()
+    assert connected
+    frame = await communicator.receive_from(timeout=5)
+    assert frame.startswith("<!--seq 1 1-->") and "hello" in frame
+    await communicator.disconnect()
+
+
+def owned_conversation_with_a_message():
+    owner = get_user_model().objects.create_user("socket-owner")
+    conversation = Conversation.objects.create(owner=owner)
+    ingest(conversation, {"type": "user.message", "content": "hello"})
+    return owner, conversation
+
+
+def session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()

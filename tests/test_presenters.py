@@ -21,6 +21,7 @@ from chatui.presenters import (
     UserView,
     batch_containing,
     call_line,
+    duration_text,
     format_duration,
     human_size,
     humanise_tool_name,
@@ -612,6 +613,78 @@ def test_s1_no_meta_line_while_the_last_message_streams(conversation, feed):
     feed(step("Second.", run_id="r1", message_id="a2", duration_ms=100))
     first, second = present(conversation)
     assert (first.meta_line, second.meta_line) == (None, "Assistant · 200ms")
+
+
+# -- stored numbers ingest would not accept today render as "—", never crash ---------
+
+HUGE = int("9" * 400)
+MALFORMED_NUMBERS = [
+    pytest.param(value, id=name)
+    for name, value in {
+        "400 digits": HUGE,
+        "negative": -5,
+        "string": "250",
+        "list": [250],
+        "bool": True,
+        "1e300": 1e300,
+        "inf": float("inf"),
+        "nan": float("nan"),
+    }.items()
+]
+
+
+def present_with(conversation, message_id: str, **metadata):
+    """Present the conversation after overwriting one message's stored metadata, as a
+    row written before ingest bounded numbers (or by hand) would hold it."""
+    messages = list(conversation.messages.order_by("position"))
+    for message in messages:
+        if message.message_id == message_id:
+            message.metadata.update(metadata)
+    return present_transcript(messages)
+
+
+def test_g7_duration_text_formats_what_is_sent_and_dashes_what_is_malformed():
+    assert duration_text(None) is None
+    assert duration_text(250) == "250 ms"
+    assert duration_text(315_360_000_000) == format_duration(315_360_000_000)
+    for param in MALFORMED_NUMBERS:
+        assert duration_text(param.values[0]) == "—", param.id
+
+
+@pytest.mark.parametrize("value", MALFORMED_NUMBERS)
+def test_g7_malformed_stored_tool_duration_shows_a_dash(conversation, feed, value):
+    feed(started("c1"), completed("c1", duration_ms=250))
+    items = present_with(conversation, "tool_c1", tool_duration_ms=value)
+    assert entry(items, "c1").duration_text == "—"
+
+
+@pytest.mark.parametrize("value", MALFORMED_NUMBERS)
+def test_s1_malformed_stored_duration_or_tokens_shows_a_dash_in_the_meta_line(
+    conversation, feed, value
+):
+    feed(
+        step("One.", run_id="r1", message_id="a1", duration_ms=100, tokens=5),
+        step("Two.", run_id="r1", message_id="a2", duration_ms=100, tokens=5),
+    )
+    (_, last) = present_with(conversation, "a1", duration_ms=value)
+    assert last.meta_line == "Assistant · — · 10 tokens"
+    (_, last) = present_with(conversation, "a1", tokens=value)
+    assert last.meta_line == "Assistant · 200ms · — tokens"
+
+
+@pytest.mark.parametrize("value", MALFORMED_NUMBERS)
+def test_g12_malformed_stored_progress_shows_no_bar(conversation, feed, value):
+    feed(started("c1"), {"type": "agent.tool.progress", "tool_call_id": "c1", "progress": 0.5})
+    running = entry(present_with(conversation, "tool_c1", progress=value), "c1")
+    assert (running.progress, running.progress_percent) == (None, None)
+
+
+def test_g14_malformed_stored_attempts(conversation, feed):
+    feed(started("c1", "fetch", attempt=2, max_attempts=3))
+    assert entry(present(conversation), "c1").retry_line == "⟳ Fetch — Retrying (2/3)"
+    items = present_with(conversation, "tool_c1", max_attempts=HUGE)
+    assert entry(items, "c1").retry_line == "⟳ Fetch — Retrying (2/—)"
+    assert entry(present_with(conversation, "tool_c1", attempt=HUGE), "c1").retry_line is None
 
 
 def test_s2_run_failure_shows_a_red_banner_and_keeps_history(conversation, feed):
