@@ -21,6 +21,7 @@ from chatui.exporters import EXPORT_FORMATS, export_text
 from chatui.ingest import ingest, reproject
 from chatui.models import Conversation, Event
 from tests.conftest import load_fixture
+from tests.support.sockets import HOST, ORIGIN
 
 
 def test_conversation_page_renders_the_recorded_run(client, user, conversation):
@@ -342,9 +343,7 @@ def test_one_malformed_stored_number_renders_as_a_dash_everywhere(case, conversa
     ],
 )
 async def test_sec4_socket_path_that_is_not_a_conversation_is_closed_4404(path):
-    communicator = WebsocketCommunicator(
-        application, path, headers=[(b"origin", b"http://127.0.0.1")]
-    )
+    communicator = WebsocketCommunicator(application, path, headers=[HOST, ORIGIN])
     connected, _ = await communicator.connect()
     assert connected
     assert await communicator.receive_output() == {"type": "websocket.close", "code": 4404}
@@ -360,7 +359,7 @@ async def test_sec6_socket_after_that_is_not_ascii_digits_replays_from_the_start
     communicator = WebsocketCommunicator(
         application,
         f"/ws/conversations/{conversation.pk}/?after={after}",
-        headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)],
+        headers=[HOST, ORIGIN, (b"cookie", cookie)],
     )
     connected, _ = await communicator.connect()
     assert connected
