@@ -202,6 +202,13 @@ OPENAI_MODEL = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 CHATUI_OPENAI_MAX_STEPS = int(os.environ.get("CHATUI_OPENAI_MAX_STEPS", "8"))
 CHATUI_OPENAI_TIMEOUT = float(os.environ.get("CHATUI_OPENAI_TIMEOUT", "120"))
+# Seconds a tool call may work before it fails as timed out (its work runs off the
+# event loop; a Stop cuts the wait at once).
+CHATUI_TOOL_TIMEOUT = float(os.environ.get("CHATUI_TOOL_TIMEOUT", "30"))
+
+# Transcript imports (SPEC §9): the largest file and the most events one import may hold.
+CHATUI_IMPORT_MAX_BYTES = int(os.environ.get("CHATUI_IMPORT_MAX_BYTES", 32 * 1024 * 1024))
+CHATUI_IMPORT_MAX_EVENTS = int(os.environ.get("CHATUI_IMPORT_MAX_EVENTS", 100_000))
 
 LOGGING = {
     "version": 1,
