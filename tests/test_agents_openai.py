@@ -224,6 +224,28 @@ def test_bad_tool_arguments_become_a_tool_error_the_model_sees(conversation):
     assert tool.tool_status == "error" and "not JSON" in tool.content
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"path": NaN}', "[" * 100_000, '{"n": ' + "1" * 5000 + "}"],
+    ids=["nan", "nested-too-deep", "integer-of-5000-digits"],
+)
+def test_hostile_tool_arguments_are_a_tool_error_not_a_crash(conversation, arguments):
+    def reply(body: dict) -> Reply:
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return "sse", [chunk({"content": "Sorry."}), chunk(finish="stop"), "[DONE]"]
+        return "sse", [
+            tool_delta(0, id="call_x", name="read_file", args=arguments),
+            chunk(finish="tool_calls"),
+            "[DONE]",
+        ]
+
+    with fake_openai(reply) as server:
+        run_id = ask(conversation, "read something", agent_for(server.base_url))
+    assert Run.objects.get(run_id=run_id).status == "completed"
+    tool = Message.objects.get(conversation=conversation, role="tool")
+    assert tool.tool_status == "error" and "not JSON" in tool.content
+
+
 def test_the_steps_limit_ends_the_run_with_a_continuation(conversation):
     def reply(body: dict) -> Reply:
         return "sse", [

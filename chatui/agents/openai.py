@@ -323,12 +323,16 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
         return {}, None
     try:
-        args = json.loads(raw)
-    except ValueError:
+        args = json.loads(raw, parse_constant=_not_json)
+    except (ValueError, RecursionError):  # also NaN, too deep, too many digits
         return {"arguments": raw[:500]}, f"the model sent arguments that are not JSON: {raw[:80]}"
     if not isinstance(args, dict):
         return {"arguments": args}, "the model sent arguments that are not a JSON object"
     return args, None
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _error_detail(raw: str | dict[str, Any]) -> str:
