@@ -34,7 +34,6 @@ import zipfile
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
@@ -53,7 +52,8 @@ from django.utils.text import smart_split, unescape_string_literal
 
 from . import presenters, selectors, services
 from .exporters import EXPORT_FORMATS, export_text
-from .importers import IMPORT_FORMATS, TranscriptError, import_transcript
+from .importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
+from .importers.base import max_import_bytes
 from .ingest import reproject
 from .models import (
     ApiToken,
@@ -73,8 +73,6 @@ admin.site.index_title = "Transcripts and their event logs"
 #: Messages of a conversation shown in its admin page (the latest ones; the
 #: window never cuts a tool batch in two). Exports hold everything.
 TRANSCRIPT_LIMIT = 1000
-#: Largest transcript file the import view accepts (the edge refuses larger uploads).
-IMPORT_MAX_BYTES = settings.CHATUI_MAX_IMPORT_BYTES
 LIST_TEXT_CHARS = 120
 ERROR_Q = Q(role=Role.TOOL, tool_status=ToolStatus.ERROR) | Q(role=Role.STATUS, status_type="error")
 
@@ -256,9 +254,9 @@ class ImportTranscriptForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        if upload.size > IMPORT_MAX_BYTES:
+        if upload.size > max_import_bytes():
             raise forms.ValidationError(
-                f"The file is larger than {presenters.human_size(IMPORT_MAX_BYTES)}."
+                f"The file is larger than {presenters.human_size(max_import_bytes())}."
             )
         return upload
 
@@ -536,12 +534,15 @@ class ConversationAdmin(admin.ModelAdmin):
             if form.is_valid():
                 data = form.cleaned_data
                 try:
-                    # One transaction: a file that fails leaves no empty conversation.
+                    # Parsed first, with no transaction open: a big file never
+                    # holds the write lock. Then one transaction, so a file that
+                    # fails leaves no empty conversation.
+                    draft = parse_transcript(data["file"], data["format"])
                     with transaction.atomic():
                         conversation = services.create_conversation(
                             owner=data["owner"], title=data["title"]
                         )
-                        result = import_transcript(data["file"], data["format"], conversation)
+                        result = import_draft(draft, data["format"], conversation)
                 except TranscriptError as error:
                     form.add_error("file", str(error))
                 else:
@@ -564,7 +565,7 @@ class ConversationAdmin(admin.ModelAdmin):
             "title": "Import a transcript",
             "form": form,
             "has_view_permission": self.has_view_permission(request),
-            "max_size": presenters.human_size(IMPORT_MAX_BYTES),
+            "max_size": presenters.human_size(max_import_bytes()),
         }
         return TemplateResponse(request, "admin/chatui/conversation/import_form.html", context)
 

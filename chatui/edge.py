@@ -90,7 +90,7 @@ def route_for(path: str) -> Route:
         return Route(settings.CHATUI_MAX_COMPOSER_BYTES)
     if view == "admin:chatui_conversation_import":
         # The file plus the form's other fields and multipart framing.
-        return Route(settings.CHATUI_MAX_IMPORT_BYTES + settings.CHATUI_MAX_FORM_BYTES)
+        return Route(settings.CHATUI_IMPORT_MAX_BYTES + settings.CHATUI_MAX_FORM_BYTES)
     return Route(settings.CHATUI_MAX_FORM_BYTES)
 
 

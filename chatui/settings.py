@@ -232,8 +232,6 @@ CHATUI_MAX_FORM_BYTES = int(os.environ.get("CHATUI_MAX_FORM_BYTES", 64 * 1024))
 # Form encoding at most triples a message (%XX per non-ASCII byte, \n sent as %0D%0A),
 # so the composer takes every message the event limit takes.
 CHATUI_MAX_COMPOSER_BYTES = 3 * CHATUI_MAX_EVENT_BYTES + CHATUI_MAX_FORM_BYTES
-# The largest transcript file the admin's import view accepts.
-CHATUI_MAX_IMPORT_BYTES = int(os.environ.get("CHATUI_MAX_IMPORT_BYTES", 32 * 1024 * 1024))
 # A request's headers and body must arrive within this many seconds of its request
 # line; a connection that sends nothing is closed after as long.
 CHATUI_REQUEST_TIMEOUT = float(os.environ.get("CHATUI_REQUEST_TIMEOUT", "30"))
@@ -253,6 +251,13 @@ OPENAI_MODEL = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 CHATUI_OPENAI_MAX_STEPS = int(os.environ.get("CHATUI_OPENAI_MAX_STEPS", "8"))
 CHATUI_OPENAI_TIMEOUT = float(os.environ.get("CHATUI_OPENAI_TIMEOUT", "120"))
+# Seconds a tool call may work before it fails as timed out (its work runs off the
+# event loop; a Stop cuts the wait at once).
+CHATUI_TOOL_TIMEOUT = float(os.environ.get("CHATUI_TOOL_TIMEOUT", "30"))
+
+# Transcript imports (SPEC §9): the largest file and the most events one import may hold.
+CHATUI_IMPORT_MAX_BYTES = int(os.environ.get("CHATUI_IMPORT_MAX_BYTES", 32 * 1024 * 1024))
+CHATUI_IMPORT_MAX_EVENTS = int(os.environ.get("CHATUI_IMPORT_MAX_EVENTS", 100_000))
 
 LOGGING = {
     "version": 1,

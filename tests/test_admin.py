@@ -33,6 +33,7 @@ from chatui.selectors import messages_of
 from chatui.serializers import message_to_dict
 from tests.conftest import FIXTURES
 from tests.support.hostile import hostile_events
+from tests.test_importers import HOSTILE_FILES, spy_on_parser
 
 User = get_user_model()
 CHANGELIST = "/admin/chatui/conversation/"
@@ -699,6 +700,45 @@ def test_import_upload_shows_a_bad_file_as_a_form_error_and_creates_nothing(supe
     assert "file" in errors
     assert 'class="errorlist' in response.content.decode()
     assert Conversation.objects.count() == count
+
+
+def post_import(client, user, raw: bytes, fmt: str):
+    return client.post(
+        "/admin/chatui/conversation/import/",
+        {"file": SimpleUploadedFile("upload.txt", raw), "format": fmt, "owner": user.pk},
+    )
+
+
+@pytest.mark.parametrize(("fmt", "case", "raw", "says"), HOSTILE_FILES)
+def test_sec6_import_upload_of_a_hostile_file_is_a_form_error_never_a_500(
+    super_client, user, fmt, case, raw, says
+):
+    count = Conversation.objects.count()
+    response = post_import(super_client, user, raw, fmt)
+    assert response.status_code == 200
+    (error,) = response.context["form"].errors["file"]
+    assert says in error
+    assert escape(says) in response.content.decode()
+    assert Conversation.objects.count() == count
+
+
+def test_import_upload_larger_than_the_setting_is_a_form_error(super_client, user, settings):
+    settings.CHATUI_IMPORT_MAX_BYTES = 100
+    response = post_import(super_client, user, b"x" * 101, "legacy")
+    assert response.status_code == 200
+    assert response.context["form"].errors["file"] == ["The file is larger than 100 B."]
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_upload_parses_before_opening_a_transaction(super_client, user, monkeypatch):
+    """A big file must not hold the database's write lock while it is parsed."""
+    seen = spy_on_parser(monkeypatch, "legacy")
+    response = post_import(
+        super_client, user, (FIXTURES / "imports" / "legacy.json").read_bytes(), "legacy"
+    )
+    assert response.status_code == 302
+    assert seen == [False]
 
 
 def test_import_upload_needs_the_add_permission(corpus, auditor, auditor_client):

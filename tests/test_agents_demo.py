@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,8 +24,10 @@ from chatui.agents.tools import (
     SANDBOX_DIR,
     Sandbox,
     SimulatedShell,
+    Tool,
     Toolbox,
     ToolError,
+    params,
     plan_tools,
     safe_eval,
 )
@@ -348,6 +351,15 @@ def test_plan_tools(text, expected):
     assert [(p.name, p.args) for p in plan_tools(text)] == expected
 
 
+def test_planner_finds_paths_in_one_pass_over_pathological_text():
+    """The read-path regex backtracked quadratically: "read" and 20,000 dots held the
+    event loop for 5 s, and this text for minutes. Now one linear pass."""
+    planned = plan_tools("read " + "." * 100_000 + " then read notes/todo.txt.")
+    assert [(p.name, p.args) for p in planned] == [("read_file", {"path": "notes/todo.txt"})]
+    planned = plan_tools("x-read notes/a.txt")
+    assert [(p.name, p.args) for p in planned] == [("read_file", {"path": "notes/a.txt"})]
+
+
 # -- the tools, directly ------------------------------------------------------------------
 
 
@@ -359,10 +371,10 @@ class Collect:
         self.events.extend(batch)
 
 
-def run_tool(name: str, args: dict, sandbox: Sandbox | None = None):
+def run_tool(name: str, args: dict, sandbox: Sandbox | None = None, toolbox=None):
     sink = Collect()
     ctx = RunContext(SimpleNamespace(pk="c"), "r", "", sink=sink)
-    toolbox = Toolbox(sandbox)
+    toolbox = toolbox or Toolbox(sandbox)
     outcome = asyncio.run(toolbox.execute(toolbox.call(ctx, name, args)))
     return outcome, sink.events
 
@@ -432,6 +444,102 @@ def test_calculator_evaluates_arithmetic(expression, value):
 def test_calculator_refuses_everything_else(expression, error):
     with pytest.raises(ToolError, match=error):
         safe_eval(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        ("round(5, -10**7)", "round() takes at most 100 digits"),  # 8 s on the loop before
+        ("round(5, -10**8)", "round() takes at most 100 digits"),  # never ended before
+        ("10**10**10", "too large"),
+        ("9**9**9", "too large"),
+        ("1<<10**9", "not allowed in an expression"),
+        ("(10**5000)*(10**5000)", "too large"),
+        ("(10**99)*(10**99)*(10**99)", "too large"),
+        ("9**99*9**99*9**99*9**99*9**99*9**99*9**99*9**99", "too large"),
+        ("max(2**300*2**300, 1)", "too large"),
+        ("1" * 299, "too large"),  # a literal beyond 10^100
+        ("1e400 - 1e400", "too large"),  # inf, which would make nan
+        ("-" * 280 + "(2)", None),  # deep but harmless: it evaluates
+        ("(" * 150 + "1" + ")" * 149, "not an arithmetic expression"),
+    ],
+)
+def test_calculator_bounds_hostile_operands_before_computing(expression, error):
+    """The calculator refuses, from the operands' sizes, any operation whose result
+    would leave ±10^100, so none can hold the GIL for seconds (SPEC §7)."""
+    outcome, _ = run_tool("calculate", {"expression": expression})
+    if error is None:
+        assert outcome.ok and outcome.text == "2"
+    else:
+        assert not outcome.ok and error in outcome.error
+
+
+def test_integer_arguments_given_as_huge_digit_strings_are_refused():
+    outcome, _ = run_tool("slow_task", {"steps": "9" * 5000})
+    assert outcome.error == "argument steps of slow_task must be an integer"
+
+
+def slow_tool_box(body, **options) -> Toolbox:
+    return Toolbox(tools=[Tool("crunch", "A slow job.", params(), body)], **options)
+
+
+def test_tool_work_runs_off_the_event_loop_which_keeps_serving_others():
+    """A tool's body runs on a worker thread: while it works, the loop keeps running
+    other tasks. The body waits until a heartbeat task on the loop has ticked; run
+    on the loop itself, it would block that heartbeat and give up."""
+    inside, ticked = threading.Event(), threading.Event()
+
+    def crunch(env):
+        inside.set()
+        return "the loop kept ticking" if ticked.wait(10) else "the loop was blocked"
+
+    async def heartbeat() -> int:
+        beats = 0
+        while not inside.is_set():
+            await asyncio.sleep(0.005)
+        while beats < 3:
+            await asyncio.sleep(0)
+            beats += 1
+        ticked.set()
+        return beats
+
+    async def main():
+        sink = Collect()
+        ctx = RunContext(SimpleNamespace(pk="c"), "r", "", sink=sink)
+        toolbox = slow_tool_box(crunch)
+        beat = asyncio.create_task(heartbeat())
+        outcome = await toolbox.execute(toolbox.call(ctx, "crunch", {}))
+        return outcome, await beat
+
+    outcome, beats = asyncio.run(main())
+    assert outcome.ok and outcome.text == "the loop kept ticking"
+    assert beats == 3
+
+
+def test_a_tool_over_its_time_limit_fails_as_timed_out(settings):
+    settings.CHATUI_TOOL_TIMEOUT = 0.05
+    release = threading.Event()
+
+    def crunch(env):
+        release.wait(10)
+        return "too late"
+
+    try:
+        outcome, emitted = run_tool("crunch", {}, toolbox=slow_tool_box(crunch))
+    finally:
+        release.set()
+    assert outcome.error == "crunch timed out after 0.05 s"
+    assert emitted[-1]["type"] == "agent.tool.completed"
+    assert emitted[-1]["error"] == "crunch timed out after 0.05 s"
+
+
+def test_simulated_shell_bounds_arguments_and_output(tmp_path):
+    (tmp_path / "big.txt").write_text("x" * 60_000)
+    shell = SimulatedShell(Sandbox(tmp_path))
+    code, output = shell.run("cat " + " ".join(["big.txt"] * 21))
+    assert (code, output) == (2, "cat: too many arguments (at most 20)")
+    code, output = shell.run("cat " + " ".join(["big.txt"] * 20))
+    assert code == 0 and output.endswith("… (output cut)") and len(output) < 70_000
 
 
 def test_simulated_shell():

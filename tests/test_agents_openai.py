@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 
 from chatui.agents import start_run, wait_for_run
 from chatui.agents.openai import OpenAIAgent
+from chatui.exporters import export_text
 from chatui.ingest import ingest
 from chatui.models import Event, Message, Run
 from tests.support.live import free_port as closed_port
@@ -29,7 +30,7 @@ def user(db):
     return get_user_model().objects.create(username="alice")
 
 
-# A reply is ("sse", [data lines]) or (status, json body) or ("hang", seconds).
+# A reply is ("sse", [data lines]) or (status, JSON body or raw bytes) or ("hang", seconds).
 Reply = tuple[Any, Any]
 
 
@@ -87,7 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f"data: {line}\n\n".encode())
                 self.wfile.flush()
             return
-        data = json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(kind)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -223,6 +224,28 @@ def test_bad_tool_arguments_become_a_tool_error_the_model_sees(conversation):
     assert tool.tool_status == "error" and "not JSON" in tool.content
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"path": NaN}', "[" * 100_000, '{"n": ' + "1" * 5000 + "}"],
+    ids=["nan", "nested-too-deep", "integer-of-5000-digits"],
+)
+def test_hostile_tool_arguments_are_a_tool_error_not_a_crash(conversation, arguments):
+    def reply(body: dict) -> Reply:
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return "sse", [chunk({"content": "Sorry."}), chunk(finish="stop"), "[DONE]"]
+        return "sse", [
+            tool_delta(0, id="call_x", name="read_file", args=arguments),
+            chunk(finish="tool_calls"),
+            "[DONE]",
+        ]
+
+    with fake_openai(reply) as server:
+        run_id = ask(conversation, "read something", agent_for(server.base_url))
+    assert Run.objects.get(run_id=run_id).status == "completed"
+    tool = Message.objects.get(conversation=conversation, role="tool")
+    assert tool.tool_status == "error" and "not JSON" in tool.content
+
+
 def test_the_steps_limit_ends_the_run_with_a_continuation(conversation):
     def reply(body: dict) -> Reply:
         return "sse", [
@@ -277,6 +300,61 @@ def test_endpoint_failures_fail_the_run_with_a_clear_message(conversation, reply
     assert not Message.objects.filter(conversation=conversation, role="assistant", is_final=False)
 
 
+SECRET_ERROR = (
+    "Incorrect API key provided: sk-test (via http://modeluser:model-pass-456@proxy/)\n"
+    "\x00\u2028" + "trace " * 60 + "OTHER_KEY=body-secret-at-the-end"
+)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        (500, {"error": {"message": SECRET_ERROR}}),
+        (502, SECRET_ERROR.encode()),
+        ("sse", [SECRET_ERROR]),
+    ],
+    ids=["json-error", "text-body", "stream"],
+)
+def test_sec_failure_message_shows_the_endpoint_origin_and_a_short_masked_excerpt(
+    conversation, reply
+):
+    """The failure lands in the banner, the event log and exports: it never holds the
+    base URL's password or query, the API key, or the body beyond a short excerpt."""
+    with fake_openai(lambda body: reply) as server:
+        host = server.base_url.removeprefix("http://").removesuffix("/v1")
+        base_url = f"http://modeluser:model-pass-456@{host}/v1?key=query-secret"
+        run_id = ask(conversation, "hi", agent_for(base_url))
+    run = Run.objects.get(run_id=run_id)
+    assert run.status == "failed"
+    if reply[0] != "sse":
+        assert run.error_message.startswith(
+            f"The model endpoint answered HTTP {reply[0]}: Incorrect API key provided: *** "
+            "(via http://***@proxy/) trace trace"
+        )
+    banner = Message.objects.get(conversation=conversation, status_type="error")
+    stored = [
+        run.error_message,
+        banner.content,
+        *(json.dumps(e.payload) for e in Event.objects.filter(conversation=conversation)),
+        export_text(conversation, "events"),
+        export_text(conversation, "messages"),
+    ]
+    for text in stored:
+        for secret in ("model-pass-456", "query-secret", "sk-test", "body-secret", "\\u0000"):
+            assert secret not in text
+    assert "\n" not in run.error_message and "\u2028" not in run.error_message
+    assert len(run.error_message) < 300
+
+
+def test_an_unreachable_endpoint_with_credentials_is_named_by_its_origin(conversation):
+    port = closed_port()
+    base_url = f"http://modeluser:model-pass-456@127.0.0.1:{port}/v1?key=query-secret"
+    run_id = ask(conversation, "hi", agent_for(base_url))
+    message = Run.objects.get(run_id=run_id).error_message
+    assert message.startswith(f"Cannot reach the model endpoint at http://127.0.0.1:{port}: ")
+    assert "model-pass-456" not in message and "query-secret" not in message
+
+
 def test_a_half_streamed_answer_is_kept_when_the_stream_breaks(conversation):
     with fake_openai(lambda body: ("sse", [chunk({"content": "Half an ans"})])) as server:
         ask(conversation, "hi", agent_for(server.base_url))
@@ -289,7 +367,8 @@ def test_an_unreachable_endpoint_fails_the_run(conversation):
     run_id = ask(conversation, "hi", agent_for(base_url))
     run = Run.objects.get(run_id=run_id)
     assert run.status == "failed"
-    assert run.error_message.startswith(f"Cannot reach the model endpoint at {base_url}: ")
+    origin = base_url.removesuffix("/v1")  # the endpoint's origin only: no path, no query
+    assert run.error_message.startswith(f"Cannot reach the model endpoint at {origin}: ")
 
 
 def test_configuration_comes_from_settings(settings):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 
 import pytest
@@ -32,6 +33,7 @@ from chatui.agents import (
 from chatui.agents.demo import DemoAgent
 from chatui.agents.openai import OpenAIAgent
 from chatui.agents.runner import AGENTS
+from chatui.agents.tools import Tool, Toolbox, params
 from chatui.agents.webhook import WebhookAgent
 from chatui.ingest import ingest
 from chatui.models import Event, Message, Run
@@ -88,6 +90,31 @@ class Raises:
     async def run(self, ctx):
         await ctx.thinking()
         raise self.error
+
+
+class LongTool:
+    """Calls one tool whose body works (on its worker thread) until released."""
+
+    name = "long-tool"
+    accepts_interjections = False
+
+    def __init__(self):
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.toolbox = Toolbox(tools=[Tool("crunch", "A long job.", params(), self.crunch)])
+
+    def crunch(self, env):
+        self.inside.set()
+        self.release.wait(10)
+        return "finished"
+
+    async def run(self, ctx):
+        step = ctx.assistant()
+        call = self.toolbox.call(ctx, "crunch", {})
+        await step.complete("Crunching.", tool_calls=[call])
+        await self.toolbox.execute(call)
+        turn = ctx.assistant()
+        await turn.complete("All done.")
 
 
 def log_of(conversation) -> list[Event]:
@@ -216,6 +243,35 @@ def test_stop_run_mid_run_fails_it_and_nothing_follows(conversation):
     (slow,) = Message.objects.filter(conversation=conversation, role="tool")
     assert slow.tool_status == "error" and slow.content == "stopped by user"  # no endless ⏳
     assert not Message.objects.filter(conversation=conversation, content__startswith="Here is")
+
+
+def test_stop_during_a_long_tool_ends_the_run_at_once_as_stopped_by_user(conversation):
+    """The tool's work runs off the loop, so Stop is served while it works, and the
+    run stops awaiting it at once (the worker finishes on its own, unheard)."""
+    agent = LongTool()
+
+    async def main():
+        run_id = start_run(conversation, "crunch", agent=agent)
+        for _ in range(500):
+            if agent.inside.is_set():
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the tool never started")
+        try:
+            assert await stop_run(conversation.pk) == run_id
+            assert not is_running(conversation.pk)
+            assert not agent.release.is_set()  # stopped while the tool still worked
+        finally:
+            agent.release.set()
+        return run_id
+
+    run_id = asyncio.run(main())
+    run = Run.objects.get(run_id=run_id)
+    assert run.status == "failed" and run.error_message == "stopped by user"
+    crunch = Message.objects.get(conversation=conversation, role="tool")
+    assert crunch.tool_status == "error" and crunch.content == "stopped by user"
+    assert not Message.objects.filter(conversation=conversation, content="All done.").exists()
 
 
 def test_a_busy_run_refuses_new_messages_when_the_agent_takes_no_interjections(conversation):

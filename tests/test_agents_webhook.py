@@ -22,6 +22,7 @@ from django.test import Client
 
 from chatui.agents import accepts_input, is_running, start_run, stop_run, wait_for_run
 from chatui.agents.webhook import WebhookAgent, backoff_delay, events_url
+from chatui.exporters import export_text
 from chatui.models import ApiToken, Event, Message, Run
 from tests.support.live import free_port as closed_port
 
@@ -41,11 +42,13 @@ class Runtime(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, token: str, statuses=(), events=None):
+    def __init__(self, token: str, statuses=(), events=None, refusal: str | None = None):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.token = token
         self.statuses = list(statuses)
         self.events = events
+        #: The body of non-2xx answers (default: a small JSON object).
+        self.refusal = refusal
         self.deliveries: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
         self.go = threading.Event()
@@ -78,6 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.deliveries.append({"headers": dict(self.headers), "body": body})
         status = self.server.statuses.pop(0) if self.server.statuses else 202
         answer = json.dumps({"accepted": status < 300}).encode()
+        if status >= 300 and self.server.refusal is not None:
+            answer = self.server.refusal.encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -208,8 +213,9 @@ def test_an_unreachable_runtime_fails_the_run(conversation):
     assert time.monotonic() - started < 5
     run = Run.objects.get(run_id=run_id)
     assert run.status == "failed"
+    origin = url.removesuffix("/hook")  # the runtime's origin only: no path, no query
     assert run.error_message.startswith(
-        f"Could not reach the agent runtime at {url} after 3 attempts: connection failed"
+        f"Could not reach the agent runtime at {origin} after 3 attempts: connection failed"
     )
     banner = Message.objects.get(conversation=conversation, status_type="error")
     assert banner.content == run.error_message  # S2
@@ -222,8 +228,51 @@ def test_a_runtime_refusing_the_run_is_not_retried(conversation, user):
     run = Run.objects.get(run_id=run_id)
     assert run.status == "failed"
     assert run.error_message.startswith(
-        f"The agent runtime at {server.url} refused the run: HTTP 403"
+        f"The agent runtime at {server.url.removesuffix('/hook')} refused the run: HTTP 403"
     )
+
+
+SECRET_ANSWER = (
+    "denied: bearer hook-secret is not valid for http://hookuser:hook-pass-123@runtime/\n"
+    "\x1b[2J\u202e" + "stack frame " * 40 + "DB_PASSWORD=body-secret-at-the-end"
+)
+
+
+@pytest.mark.parametrize("status", [500, 400])
+def test_sec_failure_message_shows_the_runtime_origin_and_a_short_masked_excerpt(
+    conversation, user, status
+):
+    """The failure lands in the banner, the event log and exports: it never holds the
+    URL's password or query, the token, or the remote body beyond a short one-line
+    excerpt."""
+    with runtime(user, statuses=[status] * 3, refusal=SECRET_ANSWER) as server:
+        host = server.url.removeprefix("http://").removesuffix("/hook")
+        url = f"http://hookuser:hook-pass-123@{host}/hook?key=query-secret"
+        run_id = run_and_wait(conversation, agent_for(url))
+    run = Run.objects.get(run_id=run_id)
+    assert run.status == "failed"
+    if status == 500:
+        assert run.error_message == (
+            f"Could not reach the agent runtime at http://{host} after 3 attempts: HTTP 500"
+        )
+    else:
+        assert run.error_message.startswith(
+            f"The agent runtime at http://{host} refused the run: HTTP 400 — denied: bearer *** "
+            "is not valid for http://***@runtime/ [2J stack frame"
+        )
+    banner = Message.objects.get(conversation=conversation, status_type="error")
+    stored = [
+        run.error_message,
+        banner.content,
+        *(json.dumps(e.payload) for e in Event.objects.filter(conversation=conversation)),
+        export_text(conversation, "events"),
+        export_text(conversation, "messages"),
+    ]
+    for text in stored:
+        for secret in ("hook-pass-123", "query-secret", "hook-secret", "body-secret", "\x1b"):
+            assert secret not in text
+    assert "\n" not in run.error_message and "\u202e" not in run.error_message
+    assert len(run.error_message) < 300
 
 
 def test_the_runtime_may_fail_the_run_itself(conversation, user):

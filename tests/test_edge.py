@@ -47,7 +47,7 @@ def edge_server(tmp_path_factory) -> Iterator[LiveServer]:
             "CHATUI_MAX_REQUEST_BYTES": str(API_LIMIT),
             "CHATUI_MAX_EVENT_BYTES": str(EVENT_LIMIT),
             "CHATUI_MAX_FORM_BYTES": str(FORM_LIMIT),
-            "CHATUI_MAX_IMPORT_BYTES": str(IMPORT_LIMIT - FORM_LIMIT),
+            "CHATUI_IMPORT_MAX_BYTES": str(IMPORT_LIMIT - FORM_LIMIT),
             "CHATUI_REQUEST_TIMEOUT": "2",
         },
     )

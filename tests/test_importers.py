@@ -11,10 +11,13 @@ import hashlib
 import io
 import json
 import os
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
+from chatui import importers
 from chatui.importers import IMPORT_FORMATS, TranscriptError, import_transcript, parse_transcript
 from chatui.importers.legacy import blocks_of, parse_call
 from chatui.ingest import reproject
@@ -691,6 +694,170 @@ def test_import_bad_file_raises_a_clear_error_and_changes_nothing(fmt, text, mes
         import_transcript(text, fmt, conversation)
     assert str(caught.value).startswith(message)
     assert not Event.objects.filter(conversation=conversation).exists()
+
+
+# -- hostile files: a clear error, never a crash (SPEC §6, §7) -----------------------
+
+#: One user message per format, its content and timestamp as JSON text.
+HOSTILE_TEMPLATES = {
+    "openai": '[{{"role": "user", "content": {value}, "timestamp": {ts}}}]',
+    "anthropic": '{{"messages": [{{"role": "user", "content": {value}, "timestamp": {ts}}}]}}',
+    "legacy": '[{{"role": "user", "content": {value}, "timestamp": {ts}}}]',
+    "agentspine": (
+        '{{"type": "agent_start"}}\n'
+        '{{"type": "message_end", "role": "user", "content": {value}, "timestamp": {ts}}}\n'
+    ),
+    "chatui": '{{"type": "user.message", "content": {value}, "timestamp": {ts}}}\n',
+}
+FINE_TIME = '"2026-01-01T00:00:00Z"'
+#: name: (content, timestamp, what the error says)
+HOSTILE_VALUES = {
+    "nesting-beyond-the-parser": ("[" * 50_000 + "]" * 50_000, FINE_TIME, "nested deeper than 64"),
+    "nesting-beyond-the-api": ("[" * 70 + "]" * 70, FINE_TIME, "nested deeper than 64 levels"),
+    "integer-of-5000-digits": ("1" * 5000, FINE_TIME, "a number has too many digits"),
+    "nan": ("NaN", FINE_TIME, "NaN is not a JSON number"),
+    "infinity": ('"hi"', "-Infinity", "-Infinity is not a JSON number"),
+    "float-overflowing-to-infinity": ("1e999", FINE_TIME, "a number is too large to be finite"),
+    "lone-surrogate": ('"half a \\udc00 pair"', FINE_TIME, "a lone surrogate (\\udc00)"),
+    "time-before-year-1-utc": ('"hi"', '"0001-01-01T00:00:00+05:00"', "'timestamp' must be"),
+    "time-past-year-9999-utc": ('"hi"', '"9999-12-31T23:59:59-05:00"', "'timestamp' must be"),
+    "unix-time-overflow": ('"hi"', "1e300", "'timestamp' must be"),
+}
+#: format: (a file of the wrong shape, what the error says)
+WRONG_SHAPES = {
+    "openai": ('{"messages": {"0": "hi"}}', "expected a JSON list of messages"),
+    "anthropic": ('"hello"', "expected a JSON list of messages"),
+    "legacy": ('{"messages": [["user", "hi"]]}', "messages[0]: a message must be a JSON object"),
+    "agentspine": ('[{"type": "agent_start"}]\n', "line 1: each line must be a JSON object"),
+    "chatui": ('{"type": 7}\n', "line 1: 'type' must be a string"),
+}
+
+
+def hostile_files() -> list[tuple[str, str, bytes, str]]:
+    """(format, case, file, what the error says) for every format and hostile case."""
+    cases = []
+    for fmt, template in HOSTILE_TEMPLATES.items():
+        for name, (value, ts, says) in HOSTILE_VALUES.items():
+            cases.append((fmt, name, template.format(value=value, ts=ts).encode(), says))
+        shape, says = WRONG_SHAPES[fmt]
+        cases.append((fmt, "wrong-shape", shape.encode(), says))
+    return cases
+
+
+HOSTILE_FILES = [pytest.param(*case, id=f"{case[0]}-{case[1]}") for case in hostile_files()]
+
+
+@pytest.mark.parametrize(("fmt", "case", "raw", "says"), HOSTILE_FILES)
+def test_sec6_hostile_file_is_a_clear_import_error_that_changes_nothing(
+    fmt, case, raw, says, conversation
+):
+    with pytest.raises(TranscriptError) as caught:
+        import_transcript(raw, fmt, conversation)
+    assert says in str(caught.value)
+    assert not Event.objects.filter(conversation=conversation).exists()
+
+
+@pytest.mark.parametrize(("fmt", "case", "raw", "says"), HOSTILE_FILES)
+def test_import_transcript_command_hostile_file_is_a_command_error(
+    fmt, case, raw, says, user, tmp_path
+):
+    path = tmp_path / "hostile.txt"
+    path.write_bytes(raw)
+    with pytest.raises(CommandError, match=re.escape(says)):
+        run_import(str(path), "--format", fmt, "--owner", "alice")
+    assert not Conversation.objects.exists()
+
+
+def test_import_larger_than_the_limit_is_refused_without_reading_it_all(conversation, settings):
+    settings.CHATUI_IMPORT_MAX_BYTES = 1000
+    message = "the file is larger than 1000 B (CHATUI_IMPORT_MAX_BYTES)"
+    with pytest.raises(TranscriptError, match=re.escape(message)):
+        import_transcript("x" * 1001, "legacy", conversation)
+
+    class Endless(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def read(self, size=-1):
+            assert size is not None and size >= 0, "the whole file was asked for"
+            return b"x" * size
+
+    with pytest.raises(TranscriptError, match=re.escape(message)):
+        import_transcript(Endless(), "legacy", conversation)
+    assert import_transcript("x" * 1000, "legacy", conversation).events == 3
+
+
+def test_import_making_too_many_events_is_refused(conversation, settings):
+    settings.CHATUI_IMPORT_MAX_EVENTS = 10
+    document = [{"role": "user", "content": f"message {n}"} for n in range(20)]
+    with pytest.raises(TranscriptError) as caught:
+        import_transcript(json.dumps(document), "openai", conversation)
+    assert str(caught.value) == (
+        "messages[10]: the file makes more than 10 events (CHATUI_IMPORT_MAX_EVENTS); split it"
+    )
+    assert not Event.objects.filter(conversation=conversation).exists()
+
+
+def test_import_arguments_string_with_a_lone_surrogate_stays_text(conversation):
+    """JSON inside a JSON string can hide a surrogate escape: such arguments are kept
+    verbatim as args_summary (valid text), never decoded into the database."""
+    arguments = '{"q": "\\ud800"}'
+    document = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    import_transcript(json.dumps(document), "openai", conversation)
+    (call,) = Message.objects.get(conversation=conversation, role="assistant").metadata[
+        "tool_calls"
+    ]
+    assert call["args_summary"] == arguments and "args" not in call
+
+
+# -- the legacy parser: linear, and before any transaction ----------------------------
+
+
+def test_legacy_unclosed_tags_parse_in_one_linear_pass(conversation):
+    """ "<tool>" repeated, never closed, took 12 s for 144 KB (a regex searched the rest
+    of the text from each tag) while holding the write lock; 1.2 MB now parses at
+    once, and stays the prose it is."""
+    text = "<tool>" * 200_000
+    draft = parse_transcript(text, "legacy")
+    (step,) = [event for event in draft.events if event["type"] == "agent.step.completed"]
+    assert step["content"] == text
+    many = "<tool>a\nb</tool>" + "<validation>" * 100_000 + "</tool" * 100_000
+    assert [b.kind for b in blocks_of(many)] == ["tool", "prose"]
+
+
+def test_legacy_call_line_of_blanks_parses_in_linear_time():
+    assert parse_call("f(" + " " * 1_000_000 + "x") == {"tool_name": "f", "args_summary": "x"}
+    assert parse_call("f" + " " * 1_000_000 + "x")["tool_name"].startswith("f ")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_transcript_command_parses_before_opening_a_transaction(user, monkeypatch):
+    """A big file must not hold the database's write lock while it is parsed."""
+    seen = spy_on_parser(monkeypatch, "legacy")
+    run_import(str(IMPORTS / "legacy.json"), "--format", "legacy", "--owner", "alice")
+    assert seen == [False]  # parsed once, outside any transaction
+
+
+def spy_on_parser(monkeypatch, fmt: str) -> list[bool]:
+    """Record, each time `fmt`'s real parser runs, whether a transaction is open."""
+    seen: list[bool] = []
+    real = importers.PARSERS[fmt]
+
+    def parse(raw: bytes):
+        seen.append(connection.in_atomic_block)
+        return real(raw)
+
+    monkeypatch.setitem(importers.PARSERS, fmt, parse)
+    return seen
 
 
 def test_import_file_that_is_not_utf8_names_the_line(conversation):

@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
+
+from ..presenters import clip
+from ..reveal import is_invisible
+
+if TYPE_CHECKING:
+    import httpx
 
 Event = dict[str, Any]
 #: Receives a batch of events of this run (already stamped) and persists them.
@@ -75,6 +83,65 @@ def setting(name: str, default: Any = None, cast: Callable[[Any], Any] | None = 
 def demo_delay() -> float:
     """Seconds between the demo's steps (`CHATUI_DEMO_DELAY`, default 0.35)."""
     return setting("CHATUI_DEMO_DELAY", 0.35, float)
+
+
+# -- what a failure message may say about a remote endpoint --------------------------
+#
+# Failure messages become the run's `error_message`: shown in the red banner,
+# stored in the event log, exported. So they name an endpoint by its origin only,
+# and quote a remote body as a short, one-line, masked excerpt.
+
+#: Characters of a remote body quoted in a failure message.
+EXCERPT_CHARS = 200
+#: Bytes of a failed response's body read at most (the rest is never downloaded).
+REMOTE_BODY_BYTES = 8 * 1024
+#: "user:password@" inside a URL quoted by a remote body.
+_USERINFO = re.compile(r"(?<=://)[^/\s@]+@")
+
+
+def endpoint_origin(url: str) -> str:
+    """scheme://host[:port] of an endpoint: never its user:password, path or query
+    string, any of which may carry a key."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if not host or parts.scheme not in ("http", "https"):
+        return "(an invalid URL)"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+def url_secrets(url: str) -> list[str]:
+    """The password a URL carries, as written and decoded, to mask in remote text."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    return [password, unquote(password)] if password else []
+
+
+def remote_excerpt(text: str, *, secrets: Iterable[str] = (), limit: int = EXCERPT_CHARS) -> str:
+    """Remote text fit for a failure message: known secrets (tokens, keys, passwords
+    the remote may echo) and URL credentials masked, control and invisible
+    characters turned to spaces, on one line, at most `limit` characters."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _USERINFO.sub("***@", text)
+    text = "".join(" " if is_invisible(char) else char for char in text)
+    return clip(" ".join(text.split()), limit)
+
+
+async def read_prefix(response: httpx.Response, limit: int = REMOTE_BODY_BYTES) -> str:
+    """The first `limit` bytes of a streamed response's body, as text."""
+    data = b""
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) >= limit:
+            break
+    return data[:limit].decode("utf-8", errors="replace")
 
 
 def estimate_tokens(*texts: str) -> int:

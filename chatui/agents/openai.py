@@ -13,7 +13,10 @@ token usage. The tools (the same set as the demo's, over the sandbox) run and
 their results go back to the model until it answers without tool calls; that
 final message carries the whole run's duration and tokens (S1). Anything wrong
 with the endpoint — HTTP errors, connection refused, timeouts, a malformed or
-truncated stream — fails the run with an error message that says which.
+truncated stream — fails the run with an error message that says which. That
+message lands in the event log and exports: it names the endpoint by its origin
+only (never the URL's credentials, path or query) and quotes at most a short,
+one-line excerpt of what the endpoint said, with the API key masked.
 """
 
 from __future__ import annotations
@@ -26,7 +29,19 @@ from typing import Any
 import httpx
 
 from ..models import Message, Role
-from .base import AgentError, AssistantTurn, RunContext, ToolCall, demo_delay, setting
+from .base import (
+    REMOTE_BODY_BYTES,
+    AgentError,
+    AssistantTurn,
+    RunContext,
+    ToolCall,
+    demo_delay,
+    endpoint_origin,
+    read_prefix,
+    remote_excerpt,
+    setting,
+    url_secrets,
+)
 from .runner import db
 from .tools import Sandbox, Toolbox
 
@@ -35,6 +50,8 @@ DEFAULT_MODEL = "gpt-4o-mini"
 #: Streamed text is forwarded in pieces at most this often (seconds).
 DELTA_FLUSH_SECONDS = 0.05
 HISTORY_MESSAGES = 40
+#: A longer SSE line is not a chunk a model sends; parsing it would only stall the loop.
+MAX_SSE_LINE_CHARS = 1024 * 1024
 
 SYSTEM_PROMPT = (
     "You are the assistant of chatui, a web app where people watch agents use tools. "
@@ -92,6 +109,40 @@ class OpenAIAgent:
     @property
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
+
+    @property
+    def origin(self) -> str:
+        """How failure messages name the endpoint: scheme://host[:port]."""
+        return endpoint_origin(self.base_url)
+
+    @property
+    def secrets(self) -> list[str]:
+        """What the endpoint's answers must never carry into a message."""
+        return [self.api_key, *url_secrets(self.base_url)]
+
+    def excerpt(self, text: str) -> str:
+        return remote_excerpt(text, secrets=self.secrets)
+
+    def _decode_chunk(self, data: str) -> dict[str, Any]:
+        if len(data) > MAX_SSE_LINE_CHARS:
+            raise AgentError(
+                f"Malformed stream from the model endpoint: a line of over "
+                f"{MAX_SSE_LINE_CHARS} characters"
+            )
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError):
+            raise AgentError(
+                "Malformed stream from the model endpoint: not JSON: "
+                + repr(remote_excerpt(data[:REMOTE_BODY_BYTES], secrets=self.secrets, limit=80))
+            ) from None
+        if not isinstance(chunk, dict):
+            raise AgentError("Malformed stream from the model endpoint: a chunk is not an object")
+        if chunk.get("error"):
+            raise AgentError(
+                f"The model endpoint reported an error: {self.excerpt(_error_detail(chunk))}"
+            )
+        return chunk
 
     async def run(self, ctx: RunContext) -> None:
         messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
@@ -177,7 +228,7 @@ class OpenAIAgent:
         try:
             async with client.stream("POST", self.endpoint, json=body, headers=headers) as response:
                 if response.status_code >= 400:
-                    detail = _error_detail(await response.aread())
+                    detail = self.excerpt(_error_detail(await read_prefix(response)))
                     raise AgentError(
                         f"The model endpoint answered HTTP {response.status_code}"
                         + (f": {detail}" if detail else "")
@@ -189,22 +240,27 @@ class OpenAIAgent:
                     if data == "[DONE]":
                         done = True
                         break
-                    unsent += _apply_chunk(step, _decode_chunk(data))
+                    unsent += _apply_chunk(step, self._decode_chunk(data))
                     if unsent and time.monotonic() - last_flush >= DELTA_FLUSH_SECONDS:
                         await step.turn.delta(unsent)
                         unsent, last_flush = "", time.monotonic()
         except httpx.ConnectError as problem:
             raise AgentError(
-                f"Cannot reach the model endpoint at {self.base_url}: "
-                f"{problem or 'connection failed'}"
+                f"Cannot reach the model endpoint at {self.origin}: "
+                f"{self.excerpt(str(problem)) or 'connection failed'}"
             ) from None
         except httpx.TimeoutException:
             raise AgentError(
-                f"The model endpoint at {self.base_url} did not answer within {self.timeout:g} s"
+                f"The model endpoint at {self.origin} did not answer within {self.timeout:g} s"
             ) from None
         except httpx.HTTPError as problem:
             raise AgentError(
-                f"The connection to the model endpoint failed: {type(problem).__name__}: {problem}"
+                f"The connection to the model endpoint at {self.origin} failed: "
+                f"{type(problem).__name__}: {self.excerpt(str(problem))}"
+            ) from None
+        except httpx.InvalidURL:
+            raise AgentError(
+                "OPENAI_BASE_URL is not a valid http(s) URL; check the setting."
             ) from None
         if unsent:
             await step.turn.delta(unsent)
@@ -223,20 +279,6 @@ def _sse_data(line: str) -> str | None:
         return None
     data = line[5:]
     return data[1:] if data.startswith(" ") else data
-
-
-def _decode_chunk(data: str) -> dict[str, Any]:
-    try:
-        chunk = json.loads(data)
-    except ValueError:
-        raise AgentError(
-            f"Malformed stream from the model endpoint: not JSON: {data[:80]!r}"
-        ) from None
-    if not isinstance(chunk, dict):
-        raise AgentError("Malformed stream from the model endpoint: a chunk is not an object")
-    if chunk.get("error"):
-        raise AgentError(f"The model endpoint reported an error: {_error_detail(chunk)}")
-    return chunk
 
 
 def _apply_chunk(step: _Step, chunk: dict[str, Any]) -> str:
@@ -281,29 +323,43 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
         return {}, None
     try:
-        args = json.loads(raw)
-    except ValueError:
+        args = json.loads(raw, parse_constant=_not_json)
+    except (ValueError, RecursionError):  # also NaN, too deep, too many digits
         return {"arguments": raw[:500]}, f"the model sent arguments that are not JSON: {raw[:80]}"
     if not isinstance(args, dict):
         return {"arguments": args}, "the model sent arguments that are not a JSON object"
     return args, None
 
 
-def _error_detail(raw: bytes | dict[str, Any]) -> str:
-    """The endpoint's own words, from {"error": {"message"}} or the body text."""
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _error_detail(raw: str | dict[str, Any]) -> str:
+    """The endpoint's own words, from {"error": {"message"}} or the body text (to be
+    passed through `remote_excerpt` before it goes into a message)."""
     body: Any = raw
-    if isinstance(raw, bytes):
-        text = raw.decode("utf-8", errors="replace").strip()
+    if isinstance(raw, str):
+        text = raw[:REMOTE_BODY_BYTES].strip()
         try:
             body = json.loads(text)
-        except ValueError:
-            return text[:200]
+        except (ValueError, RecursionError):
+            return text
+    if isinstance(body, str):
+        return body
     if isinstance(body, dict):
         error = body.get("error", body.get("detail", body))
         if isinstance(error, dict):
-            error = error.get("message") or error.get("detail") or json.dumps(error)[:200]
-        return str(error)[:200]
-    return str(body)[:200]
+            error = error.get("message") or error.get("detail") or error
+        return error if isinstance(error, str) else _json_text(error)
+    return _json_text(body)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)[:REMOTE_BODY_BYTES]
+    except (ValueError, RecursionError):
+        return str(type(value).__name__)
 
 
 def _history(conversation_id: Any, user_text: str) -> list[dict[str, Any]]:

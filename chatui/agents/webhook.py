@@ -12,7 +12,10 @@ for `run_id`.
 Delivery is retried with exponential backoff on connection errors, timeouts,
 HTTP 5xx and 429 (`CHATUI_WEBHOOK_ATTEMPTS`, default 5, waits of
 `CHATUI_WEBHOOK_BACKOFF` × 2ⁿ seconds, default 0.5, capped at 8); any other 4xx,
-or running out of attempts, fails the run with a message saying so.
+or running out of attempts, fails the run with a message saying so. That message
+lands in the event log and exports: it names the runtime by its origin only
+(never the URL's credentials, path or query) and quotes at most a short,
+one-line excerpt of its answer, with the token masked.
 
 The run stays `running` — and `is_running` stays true, so the composer stays
 disabled — until the runtime posts its end: the agent's task waits for the run's
@@ -36,7 +39,15 @@ from django.urls import reverse
 
 from ..ingest import events_ingested
 from ..models import ConversationStatus
-from .base import AgentError, RunContext, setting
+from .base import (
+    AgentError,
+    RunContext,
+    endpoint_origin,
+    read_prefix,
+    remote_excerpt,
+    setting,
+    url_secrets,
+)
 from .runner import run_status
 
 logger = logging.getLogger(__name__)
@@ -101,6 +112,14 @@ class WebhookAgent:
             )
         ctx.mark_ended(status)
 
+    @property
+    def origin(self) -> str:
+        """How failure messages name the runtime: scheme://host[:port]."""
+        return endpoint_origin(self.url)
+
+    def excerpt(self, text: str) -> str:
+        return remote_excerpt(text, secrets=[self.token, *url_secrets(self.url)])
+
     async def deliver(self, body: dict[str, Any], run_id: str) -> None:
         headers = {"Idempotency-Key": run_id, "User-Agent": "chatui-webhook/1"}
         if self.token:
@@ -111,19 +130,15 @@ class WebhookAgent:
         async with httpx.AsyncClient(timeout=self.timeout) as client:
             for attempt in range(1, self.attempts + 1):
                 try:
-                    response = await client.post(self.url, json=body, headers=headers)
+                    problem = await self._attempt(client, body, headers)
                 except httpx.TransportError as error:
-                    problem = _describe(error)
-                else:
-                    if response.is_success:
-                        return
-                    problem = f"HTTP {response.status_code}"
-                    if response.status_code < 500 and response.status_code != 429:
-                        detail = response.text.strip()[:200]
-                        raise AgentError(
-                            f"The agent runtime at {self.url} refused the run: {problem}"
-                            + (f" — {detail}" if detail else "")
-                        )
+                    problem = self.excerpt(_describe(error))
+                except httpx.InvalidURL:
+                    raise AgentError(
+                        "CHATUI_WEBHOOK_URL is not a valid http(s) URL; check the setting."
+                    ) from None
+                if not problem:
+                    return
                 logger.warning(
                     "webhook delivery %s/%s for run %s failed: %s",
                     attempt,
@@ -134,8 +149,26 @@ class WebhookAgent:
                 if attempt < self.attempts:
                     await asyncio.sleep(backoff_delay(attempt, self.backoff))
         raise AgentError(
-            f"Could not reach the agent runtime at {self.url} after {self.attempts} "
+            f"Could not reach the agent runtime at {self.origin} after {self.attempts} "
             f"attempt{'s' if self.attempts != 1 else ''}: {problem}"
+        )
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]
+    ) -> str:
+        """One delivery: "" when accepted, else what went wrong (worth retrying);
+        raises AgentError when the runtime refuses the run. Only the start of a
+        refusal's body is downloaded."""
+        async with client.stream("POST", self.url, json=body, headers=headers) as response:
+            if response.is_success:
+                return ""
+            problem = f"HTTP {response.status_code}"
+            if response.status_code >= 500 or response.status_code == 429:
+                return problem
+            detail = self.excerpt(await read_prefix(response))
+        raise AgentError(
+            f"The agent runtime at {self.origin} refused the run: {problem}"
+            + (f" — {detail}" if detail else "")
         )
 
 

@@ -5,6 +5,15 @@ conversation has an event log (audited, re-projectable) like a live one.
 
     result = import_transcript(upload, "openai", conversation)
 
+or, where the target is created in a transaction (the admin, the command), parse
+first, with no transaction open, so a slow or bad file never holds the database's
+write lock:
+
+    draft = parse_transcript(upload, "openai")       # pure: no database
+    with transaction.atomic():
+        conversation = create_conversation(...)
+        result = import_draft(draft, "openai", conversation)   # one ingest
+
 Formats (`IMPORT_FORMATS`), each documented in its module:
 
 - `openai`      OpenAI chat messages (openai_chat.py)
@@ -18,7 +27,9 @@ so importing a file twice into one conversation is all duplicates. Every
 format but `chatui` is one run (`run_id` `import:<digest>`) that starts with
 `agent.status running` and ends with `agent.status completed`. A bad file
 raises `TranscriptError` naming the line or message at fault; nothing is
-written then (the ingest batch is applied whole or not at all).
+written then (the ingest batch is applied whole or not at all). Files are
+bounded (`CHATUI_IMPORT_MAX_BYTES`, `CHATUI_IMPORT_MAX_EVENTS`) and parsed in
+time linear in their size (base.py).
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ __all__ = [
     "IMPORT_FORMATS",
     "ImportResult",
     "TranscriptError",
+    "import_draft",
     "import_transcript",
     "parse_transcript",
 ]
@@ -94,7 +106,13 @@ def import_transcript(
     (an uploaded file does). Raises `TranscriptError` for a file that cannot be
     imported, and changes nothing then.
     """
-    draft = parse_transcript(fileobj_or_text, format)
+    return import_draft(parse_transcript(fileobj_or_text, format), format, conversation)
+
+
+def import_draft(draft: Draft, format: str, conversation: Conversation) -> ImportResult:
+    """Ingest a parsed file (`parse_transcript`) into `conversation`, in one
+    `ingest` batch. Raises `TranscriptError` and changes nothing when the events
+    do not fit the conversation."""
     if format != "chatui":
         _check_tool_ids_are_free(conversation, draft)
     try:

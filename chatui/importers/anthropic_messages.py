@@ -92,15 +92,16 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
     return content
 
 
-def _answered_ids(messages: list[Any]) -> dict[str, list[int]]:
-    answered: dict[str, list[int]] = {}
+def _answered_ids(messages: list[Any]) -> dict[str, int]:
+    """tool_use_id -> index of the last message answering it."""
+    answered: dict[str, int] = {}
     for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else ():
             if isinstance(block, dict) and _is_result(str(block.get("type"))):
                 call_id = block.get("tool_use_id")
                 if isinstance(call_id, str):
-                    answered.setdefault(call_id, []).append(index)
+                    answered[call_id] = index
     return answered
 
 
@@ -193,7 +194,7 @@ def _assistant(
     index: int,
     where: str,
     at: Any,
-    answered: dict[str, list[int]],
+    answered: dict[str, int],
 ) -> None:
     texts: list[str] = []
     tool_calls: list[dict[str, Any]] = []
@@ -210,7 +211,7 @@ def _assistant(
             arguments = parse_arguments(block.get("input"))
             call_id = calls.announce(source_id, name)
             tool_calls.append({"id": call_id, "name": name, **arguments})
-            if source_id and any(later >= index for later in answered.get(source_id, ())):
+            if source_id and answered.get(source_id, -1) >= index:
                 started.append(
                     {
                         "type": "agent.tool.started",

@@ -21,18 +21,32 @@ run's opening `agent.status running` is stamped with the first timestamp found
 in the file, or `IMPORT_EPOCH` (2000-01-01T00:00:00Z) when the file has none,
 so an undated file always imports at the same times; the closing `agent.status
 completed` comes one second after the last event.
+
+Hostile files get a `TranscriptError`, never another exception: a file is at
+most `CHATUI_IMPORT_MAX_BYTES` and makes at most `CHATUI_IMPORT_MAX_EVENTS`
+events; JSON nested deeper than `CHATUI_MAX_JSON_DEPTH`, numbers that are not
+finite (`NaN`, `1e999`) or too long for Python, lone surrogates (`"\\ud800"`,
+which no database can store) and times outside 1970–9000 are refused with the
+place they were found. Parsing is linear in the file's size and touches no
+database, so an import parses before it opens a transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
+
+from chatui.events import json_depth
+from chatui.presenters import human_size
 
 IMPORT_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -40,6 +54,13 @@ STEP = timedelta(seconds=1)
 DIGEST_CHARS = 12
 # Unix times above this are taken as milliseconds (it is 5138 AD in seconds).
 MILLISECONDS_FROM = 100_000_000_000
+#: Times an import accepts. Later ones leave room for the one-second steps of
+#: undated items and for any time zone, which year 9999 would overflow.
+EARLIEST = UNIX_EPOCH
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+#: Skipped kinds are named in the import's summary: cut to this.
+SKIPPED_NAME_CHARS = 80
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class TranscriptError(ValueError):
@@ -54,18 +75,29 @@ class TranscriptError(ValueError):
 Source = str | bytes | IO[str] | IO[bytes]
 
 
+def max_import_bytes() -> int:
+    return settings.CHATUI_IMPORT_MAX_BYTES
+
+
 def read_source(source: Source) -> bytes:
-    """The file's bytes, from text, bytes, or a text or binary file object."""
-    if isinstance(source, bytes):
-        return source
+    """The file's bytes, from text, bytes, or a text or binary file object; a file
+    object is read no further than the size limit."""
+    limit = max_import_bytes()
     if isinstance(source, str):
-        return source.encode("utf-8")
-    data = source.read()
-    if isinstance(data, str):
-        return data.encode("utf-8")
-    if isinstance(data, bytes | bytearray | memoryview):
-        return bytes(data)
-    raise TranscriptError("expected text, bytes or a file object")
+        source = source.encode("utf-8")
+    if isinstance(source, bytes):
+        data: Any = source
+    else:
+        data = source.read(limit + 1)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TranscriptError("expected text, bytes or a file object")
+    if len(data) > limit:
+        raise TranscriptError(
+            f"the file is larger than {human_size(limit)} (CHATUI_IMPORT_MAX_BYTES)"
+        )
+    return bytes(data)
 
 
 def decode(raw: bytes) -> str:
@@ -78,12 +110,81 @@ def decode(raw: bytes) -> str:
 
 
 def load_json(text: str) -> Any:
+    """A JSON document; problems inside a message name it (`messages[i]`)."""
+    document = decode_json(text)
+    if isinstance(document, list):
+        for index, item in enumerate(document):
+            check_json(item, where=f"messages[{index}]", depth=2)
+    elif isinstance(document, dict):
+        messages = document.get("messages")
+        for key, value in document.items():
+            if key == "messages" and isinstance(messages, list):
+                for index, item in enumerate(messages):
+                    check_json(item, where=f"messages[{index}]", depth=3)
+            else:
+                check_json({key: value}, where=None)
+    return document
+
+
+def decode_json(text: str, *, where: str | None = None) -> Any:
+    """`json.loads`, with every way it can fail as a TranscriptError: syntax,
+    nesting too deep for the parser, NaN/Infinity (not JSON), integers too long
+    for Python (a ValueError of its own). `where` names the text (a line of a
+    JSONL file); without it, a syntax error names its line in the file."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         raise TranscriptError(
-            f"not valid JSON: {error.msg} (column {error.colno})", where=f"line {error.lineno}"
+            f"not valid JSON: {error.msg} (column {error.colno})",
+            where=where or f"line {error.lineno}",
         ) from None
+    except RecursionError:
+        raise TranscriptError(_too_deep(), where=where) from None
+    except ValueError as error:
+        raise TranscriptError(f"not valid JSON: {_value_problem(error)}", where=where) from None
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _value_problem(error: ValueError) -> str:
+    text = str(error)
+    if "integer string conversion" in text:
+        return "a number has too many digits"
+    return text[:200]
+
+
+def _too_deep() -> str:
+    return f"the JSON is nested deeper than {settings.CHATUI_MAX_JSON_DEPTH} levels"
+
+
+def check_json(value: Any, *, where: str | None, depth: int = 1) -> None:
+    """Refuse what decoded JSON may hold but chatui cannot store or show: nesting
+    deeper than the API accepts, numbers that are not finite, lone surrogates."""
+    if json_depth(value) + depth - 1 > settings.CHATUI_MAX_JSON_DEPTH:
+        raise TranscriptError(_too_deep(), where=where)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise TranscriptError("a number is too large to be finite", where=where)
+        elif isinstance(item, dict):
+            stack.extend(item)  # the keys
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _check_text(text: str, where: str | None) -> None:
+    if not text.isascii() and (found := _SURROGATE.search(text)) is not None:
+        raise TranscriptError(
+            f"a string holds a lone surrogate (\\u{ord(found.group()):04x}), "
+            "which is not valid Unicode",
+            where=where,
+        )
 
 
 def jsonl_lines(text: str) -> list[tuple[int, dict[str, Any]]]:
@@ -97,14 +198,11 @@ def jsonl_lines(text: str) -> list[tuple[int, dict[str, Any]]]:
         line = line.strip().removesuffix("\r")
         if not line:
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TranscriptError(
-                f"not valid JSON: {error.msg} (column {error.colno})", where=f"line {number}"
-            ) from None
+        where = f"line {number}"
+        value = decode_json(line, where=where)
         if not isinstance(value, dict):
-            raise TranscriptError("each line must be a JSON object", where=f"line {number}")
+            raise TranscriptError("each line must be a JSON object", where=where)
+        check_json(value, where=where)
         objects.append((number, value))
     if not objects:
         raise TranscriptError("the file holds no events")
@@ -133,30 +231,32 @@ def source_time(item: dict[str, Any], where: str) -> datetime | None:
         moment = _parse_time(value)
         if moment is None:
             raise TranscriptError(
-                f"'{key}' must be an ISO 8601 date-time or unix seconds", where=where
+                f"'{key}' must be an ISO 8601 date-time or unix seconds "
+                f"between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}",
+                where=where,
             )
         return moment
     return None
 
 
 def _parse_time(value: Any) -> datetime | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = value / 1000 if value >= MILLISECONDS_FROM else value
-        try:
-            return UNIX_EPOCH + timedelta(seconds=seconds)
-        except (OverflowError, ValueError):
-            return None
-    if isinstance(value, str):
-        try:
+    """An aware datetime within EARLIEST..LATEST, or None."""
+    moment = None
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = value / 1000 if value >= MILLISECONDS_FROM else value
+            moment = UNIX_EPOCH + timedelta(seconds=seconds)
+        elif isinstance(value, str):
             moment = parse_datetime(value.strip())
-        except ValueError:
-            return None
-        if moment is not None and moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment
-    return None
+            if moment is not None and moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            if moment is not None:
+                moment = moment.astimezone(UTC)
+    except (OverflowError, ValueError):  # out of datetime's range, bad offsets
+        return None
+    if moment is None or not EARLIEST <= moment < LATEST:
+        return None
+    return moment
 
 
 def iso(moment: datetime) -> str:
@@ -186,8 +286,9 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         if not raw.strip():
             return {}
         try:
-            decoded = json.loads(raw)
-        except json.JSONDecodeError:
+            decoded = decode_json(raw, where="arguments")
+            check_json(decoded, where="arguments")
+        except TranscriptError:  # not JSON, or JSON chatui cannot store: kept as text
             return {"args_summary": raw}
         if isinstance(decoded, dict):
             return {"args": decoded}
@@ -224,6 +325,7 @@ class Builder:
         self.run_id = self.prefix if one_run else ""
         self.one_run = one_run
         self.skipped: Counter[str] = Counter()
+        self.max_events = settings.CHATUI_IMPORT_MAX_EVENTS
         self._pending: list[_Pending] = []
         self._tool_serial = 0
         self._tool_ids: list[str] = []
@@ -240,13 +342,19 @@ class Builder:
     # -- events ------------------------------------------------------------
 
     def add(self, event: dict[str, Any], *, where: str, at: datetime | None = None) -> None:
+        if len(self._pending) >= self.max_events:
+            raise TranscriptError(
+                f"the file makes more than {self.max_events} events "
+                "(CHATUI_IMPORT_MAX_EVENTS); split it",
+                where=where,
+            )
         call_id = event.get("tool_call_id")
         if event["type"] in ("agent.tool.started", "tool_execution_start") and call_id:
             self._tool_ids.append(call_id)
         self._pending.append(_Pending(event, where, at))
 
     def skip(self, what: str, count: int = 1) -> None:
-        self.skipped[what] += count
+        self.skipped[what[:SKIPPED_NAME_CHARS]] += count
 
     def finish(self, *, keep_ids: bool = False) -> Draft:
         """Stamp event ids, run ids and timestamps; wrap one-run imports in a run.

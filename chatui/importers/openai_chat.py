@@ -25,7 +25,7 @@ servers number calls per turn), its second use becomes `<id>~2`, and so on.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 from .base import (
@@ -100,7 +100,7 @@ def parse(raw: bytes) -> Draft:
     builder = Builder(raw)
     calls = CallIds(builder)
     answered = _answered_ids(messages)
-    open_functions: list[tuple[str, str]] = []  # (chatui id, name) of function_call
+    open_functions: dict[str, deque[str]] = {}  # name -> chatui ids of unanswered function_calls
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -131,12 +131,8 @@ def parse(raw: bytes) -> Draft:
             builder.add(event, where=where, at=at)
         elif role == "function":
             name = require(message, "name", where)
-            match = next((item for item in open_functions if item[1] == name), None)
-            if match is None:
-                call_id = builder.new_tool_call_id()
-            else:
-                open_functions.remove(match)
-                call_id = match[0]
+            waiting = open_functions.get(name)
+            call_id = waiting.popleft() if waiting else builder.new_tool_call_id()
             builder.add(
                 {
                     "type": "agent.tool.completed",
@@ -155,14 +151,14 @@ def parse(raw: bytes) -> Draft:
     return builder.finish()
 
 
-def _answered_ids(messages: list[Any]) -> dict[str, list[int]]:
-    """tool_call_id -> indexes of the tool messages answering it."""
-    answered: dict[str, list[int]] = {}
+def _answered_ids(messages: list[Any]) -> dict[str, int]:
+    """tool_call_id -> index of the last tool message answering it."""
+    answered: dict[str, int] = {}
     for index, message in enumerate(messages):
         if isinstance(message, dict) and message.get("role") == "tool":
             call_id = message.get("tool_call_id")
             if isinstance(call_id, str):
-                answered.setdefault(call_id, []).append(index)
+                answered[call_id] = index
     return answered
 
 
@@ -173,8 +169,8 @@ def _assistant(
     index: int,
     where: str,
     at: Any,
-    answered: dict[str, list[int]],
-    open_functions: list[tuple[str, str]],
+    answered: dict[str, int],
+    open_functions: dict[str, deque[str]],
 ) -> None:
     text = content_text(message.get("content"), where, builder)
     if not text and isinstance(message.get("refusal"), str):
@@ -209,7 +205,7 @@ def _assistant(
             raise TranscriptError("'id' must be a string", where=call_where)
         call_id = calls.announce(source_id, name)
         tool_calls.append({"id": call_id, "name": name, **arguments})
-        if source_id and any(later > index for later in answered.get(source_id, ())):
+        if source_id and answered.get(source_id, -1) > index:
             started.append(
                 {
                     "type": "agent.tool.started",
@@ -223,7 +219,7 @@ def _assistant(
         name = require(function_call, "name", f"{where}.function_call")
         arguments = parse_arguments(function_call.get("arguments"))
         call_id = calls.announce(None, name)
-        open_functions.append((call_id, name))
+        open_functions.setdefault(name, deque()).append(call_id)
         tool_calls.append({"id": call_id, "name": name, **arguments})
         started.append(
             {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": name, **arguments}

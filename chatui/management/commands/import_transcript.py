@@ -14,7 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from chatui.importers import IMPORT_FORMATS, TranscriptError, import_transcript, parse_transcript
+from chatui.importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
+from chatui.importers.base import max_import_bytes
 from chatui.models import Conversation
 from chatui.services import create_conversation
 
@@ -36,21 +37,26 @@ class Command(BaseCommand):
     def handle(self, *args, file: str, format: str, owner, title: str, conversation, **options):
         raw = self._read(file)
         try:
-            parse_transcript(raw, format)  # a bad file fails before anything is created
+            # Parsed before the transaction: a bad file fails before anything is
+            # created, and a big one never holds the database's write lock.
+            draft = parse_transcript(raw, format)
             with transaction.atomic():
                 target = self._conversation(conversation, owner, title)
-                result = import_transcript(raw, format, target)
+                result = import_draft(draft, format, target)
         except TranscriptError as error:
             raise CommandError(f"{file}: {error}") from error
         self.stderr.write(result.summary())
         self.stdout.write(str(result.conversation.pk))
 
     def _read(self, file: str) -> bytes:
+        """The file's bytes, one past the size limit at most (parse_transcript says
+        when a file is too large)."""
+        limit = max_import_bytes() + 1
         if file == "-":
-            return sys.stdin.buffer.read()
+            return sys.stdin.buffer.read(limit)
         try:
             with open(file, "rb") as handle:
-                return handle.read()
+                return handle.read(limit)
         except OSError as error:
             raise CommandError(f"cannot read {file}: {error.strerror}") from error
 
