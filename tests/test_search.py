@@ -368,6 +368,17 @@ def test_sec15_deleting_a_conversation_empties_its_index_rows(user, expedition):
         assert cursor.fetchone()[0] == 0
 
 
+def test_sec15_rebuild_indexes_what_exists(user, expedition):
+    """The migration's backfill: an empty index, rebuilt, finds everything again."""
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM chatui_message_search")
+        cursor.execute("DELETE FROM chatui_title_search")
+    assert hits(user, "leviathan") == [] and found_conversations(user, "expedition") == []
+    search.rebuild()
+    assert [hit.pk for hit in hits(user, "leviathan")] == [message(expedition, "tool_s1").pk]
+    assert found_conversations(user, "expedition") == ["Expedition log"]
+
+
 def test_sec15_streamed_answer_is_indexed_when_its_step_completes(user, conversation):
     ingest(conversation, {"type": "agent.message.delta", "message_id": "a1", "delta": "The yak "})
     ingest(conversation, {"type": "agent.message.delta", "message_id": "a1", "delta": "grazes"})

@@ -330,6 +330,9 @@
       // A fresh idempotency token per message; a double submit reuses the old one.
       form.elements.client_token.value = randomToken();
       form.elements.content.focus();
+      // Sent from an older window: the message is after its gap, so go where it shows.
+      var latest = around() && document.querySelector("#show-latest a");
+      if (latest) window.location.assign(latest.href);
     }
   });
 

@@ -105,7 +105,15 @@ def test_sec15_opening_an_old_hit_shows_that_entry_in_view(open_page, searchable
     assert "news after the window" not in page.locator("#transcript").inner_text()
     expect(entry).to_be_visible()
 
-    page.click("#show-latest a")
+    # The owner writes from the old window: the page moves to the latest, where it shows.
+    page.fill("#composer-content", "written from the old window")
+    page.press("#composer-content", "Enter")
     page.wait_for_url(f"**/c/{searchable['long']}/")
-    expect(page.locator("#transcript")).to_contain_text("news after the window")
+    transcript = page.locator("#transcript")
+    expect(transcript).to_contain_text("news after the window")
+    expect(transcript).to_contain_text("written from the old window")
+    # The demo agent answers it; let the run end before the server stops.
+    expect(page.locator("#run-state")).to_have_attribute(
+        "data-conversation-status", "completed", timeout=20000
+    )
     assert watch.page_errors == [] and watch.dialogs == []
