@@ -148,20 +148,25 @@ def is_indexable(message: Message) -> bool:
 class Query:
     phrases: tuple[tuple[str, ...], ...]  # one per word of the input, in order
     prefix: bool  # the last phrase's last word matches as a prefix
+    terms: frozenset[str] = field(init=False)
+    prefix_term: str = field(init=False)  # "" without prefix matching
 
-    @property
-    def terms(self) -> frozenset[str]:
-        return frozenset(word for phrase in self.phrases for word in phrase)
-
-    @property
-    def prefix_term(self) -> str | None:
-        return self.phrases[-1][-1] if self.prefix else None
+    def __post_init__(self) -> None:
+        words_in = frozenset(word for phrase in self.phrases for word in phrase)
+        object.__setattr__(self, "terms", words_in)
+        object.__setattr__(self, "prefix_term", self.phrases[-1][-1] if self.prefix else "")
 
     def matches(self, span: str) -> bool:
         """Does a word of the original text (a `_SPAN`) match this query?"""
-        found = [span.lower()] if span.isascii() else words(span)
-        prefix = self.prefix_term
-        return any(w in self.terms or (prefix and w.startswith(prefix)) for w in found)
+        if span.isascii():  # the common case: letters and digits, folding is lowering
+            word = span.lower()
+            return word in self.terms or bool(
+                self.prefix_term and word.startswith(self.prefix_term)
+            )
+        return any(
+            w in self.terms or (self.prefix_term and w.startswith(self.prefix_term))
+            for w in words(span)
+        )
 
     def fts5(self) -> str:
         """An FTS5 expression: quoted phrases (words are letters and digits only)."""
@@ -218,14 +223,15 @@ class _SQLiteIndex:
 
     def message_hits(
         self, query: Query, owner_id: int | None, before: int | None, limit: int
-    ) -> list[int]:
+    ) -> list[tuple[int, uuid.UUID]]:
         sql = (
-            "SELECT s.rowid FROM chatui_message_search s"
+            "SELECT s.rowid, m.conversation_id FROM chatui_message_search s"
             " JOIN chatui_message m ON m.id = s.rowid"
             " JOIN chatui_conversation c ON c.id = m.conversation_id"
             " WHERE s.document MATCH %s"
         )
-        return _newest(sql, [query.fts5()], "s.rowid", owner_id, before, limit)
+        found = _newest(sql, [query.fts5()], "s.rowid", owner_id, before, limit)
+        return [(pk, uuid.UUID(conversation)) for pk, conversation in found]
 
     def title_hits(self, query: Query, owner_id: int | None, limit: int) -> list[uuid.UUID]:
         sql = (
@@ -233,7 +239,7 @@ class _SQLiteIndex:
             " JOIN chatui_conversation c ON c.id = t.conversation WHERE t.title MATCH %s"
         )
         found = _newest(sql, [query.fts5()], "c.updated_at", owner_id, None, limit)
-        return [uuid.UUID(pk) for pk in found]
+        return [uuid.UUID(pk) for (pk,) in found]
 
     def conversation_ids(self, query: Query) -> RawSQL:
         return RawSQL(
@@ -273,14 +279,17 @@ class _PostgresIndex:
 
     def message_hits(
         self, query: Query, owner_id: int | None, before: int | None, limit: int
-    ) -> list[int]:
+    ) -> list[tuple[int, uuid.UUID]]:
         sql = (
-            "SELECT s.message_id FROM chatui_message_search s"
+            "SELECT s.message_id, m.conversation_id FROM chatui_message_search s"
             " JOIN chatui_message m ON m.id = s.message_id"
             " JOIN chatui_conversation c ON c.id = m.conversation_id"
             " WHERE s.document @@ to_tsquery('simple', %s)"
         )
-        return _newest(sql, [query.tsquery()], "s.message_id", owner_id, before, limit)
+        return [
+            tuple(row)
+            for row in _newest(sql, [query.tsquery()], "s.message_id", owner_id, before, limit)
+        ]
 
     def title_hits(self, query: Query, owner_id: int | None, limit: int) -> list[uuid.UUID]:
         sql = (
@@ -288,7 +297,9 @@ class _PostgresIndex:
             " JOIN chatui_conversation c ON c.id = t.conversation_id"
             " WHERE t.document @@ to_tsquery('simple', %s)"
         )
-        return _newest(sql, [query.tsquery()], "c.updated_at", owner_id, None, limit)
+        return [
+            pk for (pk,) in _newest(sql, [query.tsquery()], "c.updated_at", owner_id, None, limit)
+        ]
 
     def conversation_ids(self, query: Query) -> RawSQL:
         return RawSQL(
@@ -303,9 +314,9 @@ class _PostgresIndex:
 
 def _newest(
     sql: str, params: list[Any], key: str, owner_id: int | None, before: int | None, limit: int
-) -> list[Any]:
-    """The first column of `sql`'s rows, readable by `owner_id` (None: by anyone), with
-    `key` below `before`, `key` descending, at most `limit`."""
+) -> list[tuple[Any, ...]]:
+    """`sql`'s rows readable by `owner_id` (None: by anyone), with `key` below `before`,
+    `key` descending, at most `limit`."""
     if owner_id is not None:
         sql += " AND c.owner_id = %s"
         params.append(owner_id)
@@ -316,7 +327,7 @@ def _newest(
     params.append(limit)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
+        return cursor.fetchall()
 
 
 def _index() -> _SQLiteIndex | _PostgresIndex:
@@ -393,15 +404,8 @@ class MessageHit:
 class ConversationHits:
     conversation: Conversation
     title: list[Part]  # the title, its matching words marked
-    hits: list[MessageHit] = field(default_factory=list)
-
-    @property
-    def shown(self) -> list[MessageHit]:
-        return self.hits[:HITS_SHOWN]
-
-    @property
-    def more(self) -> int:
-        return max(0, len(self.hits) - HITS_SHOWN)
+    hits: list[MessageHit] = field(default_factory=list)  # at most HITS_SHOWN, newest first
+    more: int = 0  # further hits in this conversation on this page
 
 
 @dataclass
@@ -428,34 +432,40 @@ def search(
         return NO_RESULTS
     owner_id = None if user.has_perm(VIEW_ANY) else user.pk
     index = _index()
-    ids = index.message_hits(query, owner_id, before, limit + 1)
-    next_before = ids[limit - 1] if len(ids) > limit else None
-    by_pk = Message.objects.select_related("conversation__owner").in_bulk(ids[:limit])
-    messages = [by_pk[pk] for pk in ids[:limit] if pk in by_pk]
+    found = index.message_hits(query, owner_id, before, limit + 1)
+    next_before = found[limit - 1][0] if len(found) > limit else None
     titled = [] if before is not None else index.title_hits(query, owner_id, TITLE_HITS)
-    return SearchResults(_group(query, titled, messages), next_before)
+    return SearchResults(_group(query, titled, found[:limit]), next_before)
 
 
 def _group(
-    query: Query, titled: list[uuid.UUID], messages: list[Message]
+    query: Query, titled: list[uuid.UUID], found: list[tuple[int, uuid.UUID]]
 ) -> list[ConversationHits]:
-    groups: dict[Any, ConversationHits] = {}
-    if titled:
-        owned = Conversation.objects.select_related("owner").in_bulk(titled)
-        for pk in titled:
-            if pk in owned:
-                groups[pk] = ConversationHits(owned[pk], mark_all(owned[pk].title, query))
-    for message in messages:
-        conversation = message.conversation
-        if conversation.pk not in groups:
-            groups[conversation.pk] = ConversationHits(
-                conversation, mark_all(conversation.title, query)
-            )
-        groups[conversation.pk].hits.append(_hit(message, query))
-    return list(groups.values())
+    """Title matches first, then conversations in the order of their newest hit. Only
+    the hits shown are read and given a snippet (HITS_SHOWN per conversation)."""
+    order = list(dict.fromkeys([*titled, *(conversation for _, conversation in found)]))
+    shown: dict[uuid.UUID, list[int]] = {pk: [] for pk in order}
+    more = dict.fromkeys(order, 0)
+    for pk, conversation in found:
+        if len(shown[conversation]) < HITS_SHOWN:
+            shown[conversation].append(pk)
+        else:
+            more[conversation] += 1
+    conversations = Conversation.objects.select_related("owner").in_bulk(order)
+    messages = Message.objects.in_bulk([pk for pks in shown.values() for pk in pks])
+    groups = []
+    for pk in order:
+        if pk not in conversations:
+            continue  # deleted since the index was read
+        conversation = conversations[pk]
+        hits = [_hit(messages[m], conversation, query) for m in shown[pk] if m in messages]
+        groups.append(
+            ConversationHits(conversation, mark_all(conversation.title, query), hits, more[pk])
+        )
+    return groups
 
 
-def _hit(message: Message, query: Query) -> MessageHit:
+def _hit(message: Message, conversation: Conversation, query: Query) -> MessageHit:
     fields = message_fields(message)
     name, snippet = "text", []
     for item in fields:
@@ -473,7 +483,7 @@ def _hit(message: Message, query: Query) -> MessageHit:
         tool_name=message.tool_name,
         field=name,
         snippet=snippet,
-        url=f"{message.conversation.get_absolute_url()}?m={message.pk}#{message.dom_id}",
+        url=f"{conversation.get_absolute_url()}?m={message.pk}#{message.dom_id}",
     )
 
 

@@ -453,7 +453,7 @@ def test_sec15_search_page_query_count_does_not_grow_with_hits(
 ):
     ingest(conversation, [{"type": "user.message", "content": f"lynx {n}"} for n in range(60)])
     client.force_login(user)
-    with django_assert_max_num_queries(7):  # session, user, permissions, 3 for search
+    with django_assert_max_num_queries(8):  # session, user, permissions, 4 for search
         html = client.get("/", {"q": "lynx"}).content.decode()
     assert html.count("data-search-hit") == search.HITS_SHOWN
     assert "45 more matches in this conversation" in html
