@@ -66,9 +66,9 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
 
 
 def _window_context(conversation: Conversation, around: int | None) -> dict:
-    """The transcript's context: the latest window, or the one around a position. A
-    window with newer messages after it is `detached`: the page says so and links to
-    the latest instead of appending live messages after a gap."""
+    """The transcript's context: the latest window, or the one around a position. When
+    newer messages lie beyond that window, `around` is set: the page says so and links
+    to the latest, and appends no live message after the gap (chatui.js)."""
     if around is None:
         return frames.transcript_context(conversation)
     messages, has_earlier = selectors.transcript_window(conversation, around=around)
