@@ -48,9 +48,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
-from django.utils.text import smart_split, unescape_string_literal
 
-from . import presenters, selectors, services
+from . import presenters, search, selectors, services
 from .exporters import EXPORT_FORMATS, export_text
 from .importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
 from .importers.base import max_import_bytes
@@ -212,17 +211,6 @@ IMPORT_FORMAT_LABELS = {
 }
 
 
-def _search_terms(search_term: str) -> list[str]:
-    """Words of the search box, "quoted phrases" kept whole (as Django's search does)."""
-    terms = []
-    for bit in smart_split(search_term or ""):
-        if bit.startswith(('"', "'")) and bit[0] == bit[-1]:
-            bit = unescape_string_literal(bit)
-        if bit:
-            terms.append(bit)
-    return terms
-
-
 def _message_count(condition: Q) -> Coalesce:
     """The number of a conversation's messages matching `condition`, as a subquery."""
     matching = (
@@ -340,17 +328,10 @@ class ConversationAdmin(admin.ModelAdmin):
         )
 
     def get_search_results(self, request, queryset, search_term):
-        """Messages are searched through EXISTS, not Django's join + DISTINCT (one row
-        per conversation, no duplicate to remove). Every term must match the title,
-        the owner, a message's text or a tool name."""
-        for term in _search_terms(search_term):
-            in_messages = Message.objects.filter(conversation=OuterRef("pk")).filter(
-                Q(content__icontains=term) | Q(tool_name__icontains=term)
-            )
-            queryset = queryset.filter(
-                Q(title__icontains=term) | Q(owner__username__icontains=term) | Exists(in_messages)
-            )
-        return queryset, False
+        """Through the page's full-text index (SPEC §11, §15): titles and messages with
+        every word of the search, or owners whose username contains it. One row per
+        conversation (a subquery, no join), so the counts are not inflated."""
+        return search.filter_conversations(queryset, search_term), False
 
     @admin.display(description="title", ordering="title")
     def title_shown(self, obj):

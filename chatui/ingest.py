@@ -21,6 +21,7 @@ from django.db import OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from . import search
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
 from .projection import ChangeSet, Projector
@@ -126,6 +127,8 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
     received_at = timezone.now()
     with transaction.atomic():
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        # The title is indexed at the first event (it may predate it) and when it changes.
+        indexed_title = locked.title if locked.last_seq else None
         fresh, duplicates = _drop_duplicates(locked, events)
         rows = [
             Event(
@@ -151,6 +154,8 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
         if rows:
             locked.last_seq = rows[-1].seq
             locked.save(update_fields=["last_seq", "status", "title", "updated_at"])
+            if locked.title != indexed_title:
+                search.index_title(locked)
             _announce_on_commit(locked, rows[0].seq, projector.changes)
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
@@ -220,6 +225,7 @@ def reproject(conversation: Conversation) -> ChangeSet:
         projector.changes.conversation_changed = True
         projector.changes.full_refresh = True
         locked.save(update_fields=["status", "title", "updated_at"])
+        search.index_title(locked)  # messages were indexed by the projector's flushes
         _announce_on_commit(locked, 1, projector.changes)
     conversation.status = locked.status
     return projector.changes

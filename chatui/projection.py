@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import search
 from .events import is_tool_execution_result, result_text
 from .models import Conversation, ConversationStatus, Event, Message, Role, Run, ToolStatus
 
@@ -42,6 +43,10 @@ class ChangeSet:
         self.removed.append(message_pk)
 
 
+# Events that change no searchable text: indexing on them would re-index a streaming
+# answer at every token (quadratic) or a running tool at every progress line.
+UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress")
+
 # Message columns a projection may change after creating the row.
 MUTABLE_FIELDS = [
     "content", "timestamp", "metadata", "tool_call_id", "tool_name", "tool_status",
@@ -68,6 +73,7 @@ class Projector:
         self._empty = empty
         self._new: list[Message] = []
         self._dirty: dict[int, Message] = {}
+        self._searchable: dict[int, Message] = {}  # by id(): new ones have no pk yet
         self._early_progress: set[str] | None = None  # tool ids with logged progress
         self._unclaimed: bool | None = False if empty else None
 
@@ -348,6 +354,7 @@ class Projector:
         for message_id, message in list(self._messages.items()):
             if message is not None and message.pk in removed:
                 self._messages[message_id] = None
+        search.index_unfinished_answers(self.conversation, run_id)
 
     # -- helpers ------------------------------------------------------------
 
@@ -399,6 +406,8 @@ class Projector:
         message.updated_seq = event.seq
         if message.pk is not None:
             self._dirty[message.pk] = message
+        if event.type not in UNSEARCHED_EVENTS:
+            self._searchable[id(message)] = message
 
     def flush(self) -> None:
         """Write what changed since the last flush: one INSERT and one UPDATE."""
@@ -413,6 +422,9 @@ class Projector:
             for message in self._dirty.values():
                 self.changes.changed[message.pk] = message.updated_seq
             self._dirty = {}
+        if self._searchable:  # in this transaction, for what this flush wrote (SPEC §15)
+            search.index_messages(self._searchable.values())
+            self._searchable = {}
 
     def _find(self, message_id: str) -> Message | None:
         if message_id not in self._messages:

@@ -68,27 +68,71 @@ def transcript_window(
     conversation: Conversation,
     *,
     before_position: int | None = None,
+    around: int | None = None,
     limit: int = TRANSCRIPT_WINDOW,
 ) -> tuple[list[Message], bool]:
     """The latest `limit` messages (before `before_position`), widened back to the start
     of the tool batch they open with, so a batch is never cut in two. Returns the
     messages in order and whether earlier ones exist. Cost does not grow with history
     (P3): it reads a bounded window through the (conversation, position) index.
+
+    With `around` (a message's position, e.g. a search hit's), the window holds that
+    message: the latest window when it is among the latest `limit`, else about
+    `limit / 2` messages either side of it, also widened forward to the end of the
+    batch it stops in. `has_later` tells whether newer messages lie beyond it.
     """
     query = messages_of(conversation)
-    if before_position is not None:
-        query = query.filter(position__lt=before_position)
-    window = list(query.order_by("-position")[:limit])[::-1]
-    if window and not breaks_batch(window[0]):
-        # Widen back through the batch the window opens in, up to the message before it.
-        widened: list[Message] = []
-        for earlier in _chunks(query.filter(position__lt=window[0].position).order_by("-position")):
-            widened.append(earlier)
-            if breaks_batch(earlier):
-                break
-        window = widened[::-1] + window
+    if around is not None and _among_latest(query, around, limit):
+        around = None
+    if around is not None:
+        later = _widen_forward(query, list(query.filter(position__gte=around)[: limit // 2]))
+        window = list(query.filter(position__lt=around).order_by("-position")[: limit // 2])
+        window = window[::-1] + later
+    else:
+        if before_position is not None:
+            query = query.filter(position__lt=before_position)
+        window = list(query.order_by("-position")[:limit])[::-1]
+    window = _widen_back(query, window)
     has_earlier = bool(window) and query.filter(position__lt=window[0].position).exists()
     return window, has_earlier
+
+
+def has_later(conversation: Conversation, window: list[Message]) -> bool:
+    """Are there messages after `window`'s last one (a window that is not the latest)?"""
+    return bool(window) and (
+        messages_of(conversation).filter(position__gt=window[-1].position).exists()
+    )
+
+
+def message_in(conversation: Conversation, message_pk: int) -> Message | None:
+    return messages_of(conversation).filter(pk=message_pk).first()
+
+
+def _among_latest(query: QuerySet[Message], position: int, limit: int) -> bool:
+    """Is the message at `position` one of the latest `limit`? (One indexed probe.)"""
+    return not query.filter(position__gt=position).order_by("position")[limit - 1 :].exists()
+
+
+def _widen_back(query: QuerySet[Message], window: list[Message]) -> list[Message]:
+    """Back through the batch the window opens in, up to the message before it."""
+    if not window or breaks_batch(window[0]):
+        return window
+    widened: list[Message] = []
+    for earlier in _chunks(query.filter(position__lt=window[0].position).order_by("-position")):
+        widened.append(earlier)
+        if breaks_batch(earlier):
+            break
+    return widened[::-1] + window
+
+
+def _widen_forward(query: QuerySet[Message], window: list[Message]) -> list[Message]:
+    """On to the end of the batch the window stops in (up to the next breaker)."""
+    if not window:
+        return window
+    rest = takewhile(
+        lambda m: not breaks_batch(m), _chunks(query.filter(position__gt=window[-1].position))
+    )
+    return window + list(rest)
 
 
 def batch_slice(message: Message) -> list[Message]:

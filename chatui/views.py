@@ -3,39 +3,37 @@
 from __future__ import annotations
 
 import uuid
+from typing import Literal
 
 from asgiref.sync import async_to_sync
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import agents, frames, selectors, services
+from . import agents, frames, search, selectors, services
 from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
 
-SEARCH_LIMIT = 100
+LIST_LIMIT = 100
 
 
 @login_required
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    conversations = selectors.conversations_for(request.user)
-    query = request.GET.get("q", "").strip()
-    if query:
-        conversations = conversations.filter(
-            Q(title__icontains=query)
-            | Q(messages__content__icontains=query)
-            | Q(messages__tool_name__icontains=query)
-        ).distinct()
-    return render(
-        request,
-        "chatui/conversation_list.html",
-        {"conversations": conversations[:SEARCH_LIMIT], "query": query},
-    )
+    """The reader's conversations, or with `?q=` the search results (SPEC §15)."""
+    query = request.GET.get("q", "")
+    if not query.strip():
+        conversations = selectors.conversations_for(request.user)[:LIST_LIMIT]
+        return render(request, "chatui/conversation_list.html", {"conversations": conversations})
+    before = _optional_number(request, "before")
+    if before is False:
+        return HttpResponse("'before' must be a message id (ASCII digits)", status=400)
+    results = search.search(request.user, query, before=before)
+    context = {"query": query, "results": results}
+    return render(request, "chatui/conversation_list.html", context)
 
 
 @login_required
@@ -43,6 +41,16 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 def new_conversation(request: HttpRequest) -> HttpResponse:
     conversation = services.create_conversation(owner=request.user)
     return redirect(conversation)
+
+
+def _optional_number(request: HttpRequest, name: str) -> int | Literal[False] | None:
+    """A query parameter that may be absent (None) or a number (`parse_seq`: ASCII
+    digits within the database's range); False when it is present and anything else."""
+    raw = request.GET.get(name, "")
+    if not raw:
+        return None
+    value = parse_seq(raw)
+    return False if value is None else value
 
 
 def _viewable(request: HttpRequest, conversation_id) -> Conversation:
@@ -55,22 +63,43 @@ def _viewable(request: HttpRequest, conversation_id) -> Conversation:
 @login_required
 @require_GET
 def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
+    """The conversation; with `?m=<message id>` (a search hit) the window around it."""
     conversation = _viewable(request, conversation_id)
-    context = frames.transcript_context(conversation)
+    anchor = _optional_number(request, "m")
+    if anchor is False:
+        return HttpResponse("'m' must be a message id (ASCII digits)", status=400)
+    anchored = selectors.message_in(conversation, anchor) if anchor is not None else None
+    context = _window_context(conversation, anchored.position if anchored else None)
     context["compose_token"] = uuid.uuid4().hex
     context["can_post"] = conversation.owner_id == request.user.pk
     context["accepts_input"] = frames.composer_open(conversation)
     return render(request, "chatui/conversation.html", context)
 
 
+def _window_context(conversation: Conversation, around: int | None) -> dict:
+    """The transcript's context: the latest window, or the one around a position. When
+    newer messages lie beyond that window, `around` is set: the page says so and links
+    to the latest, and appends no live message after the gap (chatui.js)."""
+    if around is None:
+        return frames.transcript_context(conversation)
+    messages, has_earlier = selectors.transcript_window(conversation, around=around)
+    context = frames.transcript_context(conversation, messages, has_earlier=has_earlier)
+    if selectors.has_later(conversation, messages):
+        context["around"] = around
+    return context
+
+
 @login_required
 @require_GET
 def transcript_fragment(request: HttpRequest, conversation_id) -> HttpResponse:
-    """The #transcript element alone: what a page fetches after it detected a gap."""
+    """The #transcript element alone: what a page fetches after it detected a gap
+    (`?around=<position>` for a page showing the window around a search hit)."""
     conversation = _viewable(request, conversation_id)
-    return render(
-        request, "chatui/_transcript.html#transcript", frames.transcript_context(conversation)
-    )
+    around = _optional_number(request, "around")
+    if around is False:
+        return HttpResponse("'around' must be a message position (ASCII digits)", status=400)
+    context = _window_context(conversation, around)
+    return render(request, "chatui/_transcript.html#transcript", context)
 
 
 @login_required

@@ -104,7 +104,8 @@ def test_search_across_own_transcripts(client, user, other_user):
     client.force_login(user)
     for query in ("kraken", "SONAR", "alpha"):
         html = client.get("/", {"q": query}).content.decode()
-        assert re.findall(r'<span class="title">([^<]+)</span>', html) == ["alpha"]
+        found = re.findall(r'class="search-group" data-conversation-id="([^"]+)"', html)
+        assert found == [str(mine.pk)]
     assert "Nothing in your transcripts matches" in client.get("/", {"q": "zzz"}).content.decode()
 
 

@@ -8,6 +8,11 @@
  *   FIRST > applied + 1         → we missed something: fetch the transcript afresh;
  *   otherwise                   → swapped by htmx, then applied = LAST.
  * The socket is opened with ?after=<applied> so a reconnect replays what was missed.
+ *
+ * A page opened at a search hit (/c/<id>/?m=<pk>#m-<pk>) may show a window of older
+ * messages (#live[data-around]): frames still update what it shows, but nothing is
+ * appended after it (that would hide the gap), and a whole-transcript frame fetches
+ * the same window afresh instead of jumping to the latest.
  */
 (function () {
   "use strict";
@@ -17,6 +22,16 @@
 
   function transcript() {
     return document.getElementById("transcript");
+  }
+
+  /* The position the window is around, when the page shows an older window. */
+  function around() {
+    var live = document.getElementById("live");
+    return live ? live.getAttribute("data-around") : null;
+  }
+
+  function isWholeTranscript(text) {
+    return /<section id="transcript"/.test(text || "");
   }
 
   function appliedSeq() {
@@ -42,8 +57,10 @@
     var el = transcript();
     if (!el || refreshing) return;
     refreshing = true;
+    var url = el.getAttribute("data-refresh-url");
+    if (around()) url += "?around=" + encodeURIComponent(around());
     htmx
-      .ajax("GET", el.getAttribute("data-refresh-url"), { target: "#transcript", swap: "outerHTML" })
+      .ajax("GET", url, { target: "#transcript", swap: "outerHTML" })
       .finally(function () {
         refreshing = false;
         afterChange();
@@ -79,7 +96,13 @@
 
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
     stickToBottom = atBottom();
-    if (!admitFrame(event.detail.message)) event.preventDefault();
+    var text = event.detail.message;
+    if (!admitFrame(text)) {
+      event.preventDefault();
+    } else if (around() && isWholeTranscript(text)) {
+      event.preventDefault();
+      refreshTranscript();
+    }
   });
 
   document.addEventListener("htmx:wsAfterMessage", function (event) {
@@ -96,6 +119,10 @@
     if (!admitFrame(xhr.responseText)) {
       event.detail.shouldSwap = false;
       return;
+    }
+    if (around() && isWholeTranscript(xhr.responseText)) {
+      event.detail.shouldSwap = false;
+      refreshTranscript();
     }
   });
 
@@ -117,6 +144,8 @@
     if (existing) {
       existing.replaceWith(fresh);
       detail.shouldSwap = false;
+    } else if (around()) {
+      detail.shouldSwap = false; // new, so after the window's gap: "show latest" has it
     }
   });
 
@@ -124,7 +153,7 @@
     var content = event.detail.content;
     var list = transcript();
     // Only transcript items (never a delete marker, which is empty) are appended.
-    if (list && content && content.childElementCount && /^[mb]-\d+$/.test(content.id)) {
+    if (list && !around() && content && content.childElementCount && /^[mb]-\d+$/.test(content.id)) {
       list.appendChild(content);
     }
   });
@@ -301,6 +330,9 @@
       // A fresh idempotency token per message; a double submit reuses the old one.
       form.elements.client_token.value = randomToken();
       form.elements.content.focus();
+      // Sent from an older window: the message is after its gap, so go where it shows.
+      var latest = around() && document.querySelector("#show-latest a");
+      if (latest) window.location.assign(latest.href);
     }
   });
 
@@ -310,8 +342,27 @@
     return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
   }
 
+  /* --- a search hit: /c/<id>/?m=<pk>#m-<pk> opens at that message --- */
+  function revealAnchor() {
+    var id = window.location.hash.slice(1);
+    var target = /^m-\d+$/.test(id) && document.getElementById(id);
+    var list = transcript();
+    if (!target || !list || !list.contains(target)) return false;
+    // An entry of a collapsed batch is shown by opening the batch, as a reader would.
+    for (var el = target.parentElement; el && el !== list; el = el.parentElement) {
+      if (el.tagName === "DETAILS" && !el.open) {
+        el.open = true;
+        var key = choiceKey(el);
+        if (key) readerChoice[key] = true;
+      }
+    }
+    target.scrollIntoView({ block: "center" });
+    return true;
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     decorate(document);
-    scroller().scrollTop = scroller().scrollHeight;
+    if (revealAnchor()) stickToBottom = false;
+    else scroller().scrollTop = scroller().scrollHeight;
   });
 })();
