@@ -6,34 +6,78 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chatui', '0006_search_index'),
+        ("chatui", "0006_search_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='message',
-            options={'ordering': ['conversation', 'position'], 'permissions': [('view_secrets', 'Can reveal the unmasked args and results of one tool entry (T3)')]},
+            name="message",
+            options={
+                "ordering": ["conversation", "position"],
+                "permissions": [
+                    (
+                        "view_secrets",
+                        "Can reveal the unmasked args and results of one tool entry (T3)",
+                    )
+                ],
+            },
         ),
         migrations.AlterField(
-            model_name='message',
-            name='tool_status',
-            field=models.CharField(blank=True, choices=[('queued', 'Queued'), ('running', 'Running'), ('success', 'Success'), ('error', 'Error'), ('skipped', 'Skipped')], max_length=16),
+            model_name="message",
+            name="tool_status",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("success", "Success"),
+                    ("error", "Error"),
+                    ("skipped", "Skipped"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.CreateModel(
-            name='SecretReveal',
+            name="SecretReveal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('message_key', models.CharField(max_length=250)),
-                ('at', models.DateTimeField(auto_now_add=True)),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='secret_reveals', to='chatui.conversation')),
-                ('message', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='secret_reveals', to='chatui.message')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='secret_reveals', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("message_key", models.CharField(max_length=250)),
+                ("at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="secret_reveals",
+                        to="chatui.conversation",
+                    ),
+                ),
+                (
+                    "message",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="secret_reveals",
+                        to="chatui.message",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="secret_reveals",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at'],
+                "ordering": ["-at"],
             },
         ),
     ]
