@@ -330,7 +330,7 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
 }
 
 #: [001] AgentSpine's own events that need the projector's state (which run, which
-#: message): logged under these types, never posted under them.
+#: message): logged under these types (an events export re-imports under them).
 AGENTSPINE_SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
     "agentspine.turn": {"phase": (one_of("start", "end"), True), "status": (string, False)},
     "agentspine.message_start": {"role": (string, True), "source": (string, False)},
@@ -459,7 +459,7 @@ def normalise_event(
     if not isinstance(raw_type, str):
         raise EventError("field 'type' must be a string", index=index, field="type")
     event_type = ALIASES.get(raw_type, raw_type)
-    if event_type not in SCHEMAS or raw_type in AGENTSPINE_SCHEMAS:
+    if event_type not in SCHEMAS:
         valid = ", ".join(EVENT_TYPES + tuple(ALIASES))
         raise EventError(
             f"unknown event type '{raw_type[:80]}'; valid types are: {valid}",
@@ -485,7 +485,9 @@ def normalise_event(
         if problem:
             raise EventError(f"field '{name}' {problem}", index=index, field=name)
         payload[name] = value
-    if raw_type in ALIASES:
+    # An exported AgentSpine event (`export --format events`) comes back under its
+    # logged type with its marker: it is still AgentSpine's, extras and all.
+    if raw_type in ALIASES or raw_type in AGENTSPINE_SCHEMAS or raw.get("dialect") == AGENTSPINE:
         payload = _with_agentspine_extras(payload, fields)
     if event_type == "agent.step.completed" and "tool_calls" in payload:
         payload["tool_calls"] = _check_tool_calls(payload["tool_calls"], index)

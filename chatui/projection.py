@@ -8,6 +8,7 @@ messages, so every id, position and timestamp comes from the events themselves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,8 @@ OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # The live output tail kept on a running tool; the event log keeps every chunk.
 OUTPUT_TAIL_CHARS = 8000
 TITLE_CHARS = 80
+AGENTSPINE_STOPPED = re.compile(r"\(agent stopped: (?P<reason>[^)]+)\)")
+AGENTSPINE_STOP_STATUSES = ("cancelled", "loop_detected")
 
 
 @dataclass
@@ -323,6 +326,8 @@ class Projector:
             self._create(
                 event, f"status_{event.seq}", Role.STATUS, content=text, status_type="error"
             )
+        if payload.get("dialect") == AGENTSPINE and status == "completed":
+            self._agentspine_end(event, payload.get("final_text"))
         if status in ("completed", "failed"):
             self._finish_run(event, status, payload)
             self._reconcile(event.run_id)
@@ -346,8 +351,51 @@ class Projector:
             self._agentspine_run = latest.run_id if latest else ""
         return self._agentspine_run
 
+    def _agentspine_end(self, event: Event, final_text: Any) -> None:
+        """`agent_end`: "(agent stopped: …)" is a continuation; a run that ended on
+        tool calls gets `final_text` as its final answer."""
+        if not isinstance(final_text, str) or not final_text.strip():
+            return
+        stopped = AGENTSPINE_STOPPED.fullmatch(final_text.strip())
+        if stopped:
+            self._agentspine_stop(event, stopped.group("reason"))
+            return
+        self.flush()
+        last = (
+            Message.objects.filter(conversation=self.conversation, run_id=event.run_id)
+            .exclude(role=Role.STATUS)
+            .order_by("-position")
+            .first()
+        )
+        if last is None or last.role != Role.ASSISTANT:
+            self._create(
+                event, f"{event.run_id or 'agentspine'}-final", Role.ASSISTANT, content=final_text
+            )
+
+    def _agentspine_stop(self, event: Event, reason: str) -> None:
+        message_id = f"{event.run_id or 'agentspine'}-stopped"
+        if self._find(message_id) is not None:
+            return  # turn_end said so already
+        self._create(
+            event,
+            message_id,
+            Role.STATUS,
+            content=f"Agent stopped: {reason}",
+            status_type="continuation",
+            metadata={
+                "continuation": {
+                    "should_continue": False,
+                    "stop_reason": reason,
+                    "resolved_by": "AgentSpine",
+                }
+            },
+        )
+
     def _on_agentspine_turn(self, event: Event, payload: dict[str, Any]) -> None:
-        """Kept in the log; a turn the user steered is an info line."""
+        """Kept in the log; a turn the user steered is an info line; a cancelled or
+        looping one stops the agent."""
+        if payload["phase"] == "end" and payload.get("status") in AGENTSPINE_STOP_STATUSES:
+            self._agentspine_stop(event, payload["status"])
         if payload["phase"] == "end" and payload.get("status") == "steered":
             self._create(
                 event,
@@ -384,9 +432,10 @@ class Projector:
     def _agentspine_role(role: str, source: str) -> str | None:
         if role == "assistant":
             return Role.ASSISTANT
-        if role == "user" and source == "steer":
+        if role == "user":
+            # AgentSpine emits only the user messages it injects (steer, follow-up).
             return Role.USER
-        return None  # other roles stay in the log only
+        return None  # other roles (tool results) stay in the log only
 
     def _on_agentspine_message_start(self, event: Event, payload: dict[str, Any]) -> None:
         self._agentspine_message_known = True
