@@ -311,7 +311,11 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "result": (anything, False),
         "error": (string, False),
         "duration_ms": (duration, False),
-        "details": (obj, False),
+        # SPEC §2: "details may be any JSON" (AgentSpine's contract says `Any`).
+        "details": (anything, False),
+        "skipped": (boolean, False),
+        # [001] the result is only the runtime's preview (about 200 characters).
+        "result_is_preview": (boolean, False),
     },
     "agent.continuation": {
         "should_continue": (boolean, True),
@@ -325,12 +329,34 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
     },
 }
 
+#: [001] AgentSpine's own events that need the projector's state (which run, which
+#: message): logged under these types (an events export re-imports under them).
+AGENTSPINE_SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
+    "agentspine.turn": {"phase": (one_of("start", "end"), True), "status": (string, False)},
+    "agentspine.message_start": {"role": (string, True), "source": (string, False)},
+    "agentspine.message_update": {"role": (string, True), "delta": (string, True)},
+    "agentspine.message_end": {"role": (string, True), "text_preview": (string, False)},
+}
+SCHEMAS.update(AGENTSPINE_SCHEMAS)
+
+#: Marks an event that came in AgentSpine's dialect: run-less ones belong to the
+#: conversation's current AgentSpine run (the projector names it).
+AGENTSPINE = "agentspine"
+
 ALIASES = {
+    "agent_start": "agent.status",
+    "agent_end": "agent.status",
+    "turn_start": "agentspine.turn",
+    "turn_end": "agentspine.turn",
+    "message_start": "agentspine.message_start",
+    "message_update": "agentspine.message_update",
+    "message_end": "agentspine.message_end",
     "tool_execution_start": "agent.tool.started",
+    "tool_execution_update": "agent.tool.progress",
     "tool_execution_end": "agent.tool.completed",
 }
 
-EVENT_TYPES = tuple(SCHEMAS)
+EVENT_TYPES = tuple(name for name in SCHEMAS if name not in AGENTSPINE_SCHEMAS)
 COMMON_FIELDS = ("type", "event_id", "timestamp", "run_id")
 
 
@@ -441,8 +467,8 @@ def normalise_event(
             field="type",
         )
     fields = dict(raw)
-    if raw_type == "tool_execution_end":
-        fields = _from_tool_execution_end(fields)
+    if raw_type in ALIASES:
+        fields = FROM_AGENTSPINE[raw_type](fields)
 
     event_id = _optional_common(fields, "event_id", index)
     run_id = _optional_common(fields, "run_id", index) or ""
@@ -459,6 +485,10 @@ def normalise_event(
         if problem:
             raise EventError(f"field '{name}' {problem}", index=index, field=name)
         payload[name] = value
+    # An exported AgentSpine event (`export --format events`) comes back under its
+    # logged type with its marker: it is still AgentSpine's, extras and all.
+    if raw_type in ALIASES or raw_type in AGENTSPINE_SCHEMAS or raw.get("dialect") == AGENTSPINE:
+        payload = _with_agentspine_extras(payload, fields)
     if event_type == "agent.step.completed" and "tool_calls" in payload:
         payload["tool_calls"] = _check_tool_calls(payload["tool_calls"], index)
 
@@ -539,16 +569,151 @@ def _check_tool_calls(calls: list[Any], index: int) -> list[dict[str, Any]]:
     return checked
 
 
+# -- [001] AgentSpine, exactly as its Agent emits it ----------------------------------
+
+
+def _with_agentspine_extras(payload: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """Unknown AgentSpine fields (`round`, `tool_results_preview`, …) are kept in the
+    log, untouched and unread; the marker says which dialect the event spoke."""
+    extras = {
+        key: value
+        for key, value in fields.items()
+        if key not in payload and key not in COMMON_FIELDS and not key.startswith("_")
+    }
+    return {**payload, **extras, "dialect": AGENTSPINE}
+
+
+def _agent_start(fields: dict[str, Any]) -> dict[str, Any]:
+    return {**fields, "status": "running"}
+
+
+def _agent_end(fields: dict[str, Any]) -> dict[str, Any]:
+    return {**fields, "status": "completed"}
+
+
+def _turn_start(fields: dict[str, Any]) -> dict[str, Any]:
+    return {**fields, "phase": "start"}
+
+
+def _turn_end(fields: dict[str, Any]) -> dict[str, Any]:
+    return {**fields, "phase": "end"}
+
+
+def _unchanged(fields: dict[str, Any]) -> dict[str, Any]:
+    return fields
+
+
+def _from_tool_execution_start(fields: dict[str, Any]) -> dict[str, Any]:
+    """`args` arrives as a JSON-encoded string: decoded, or kept as text."""
+    args = fields.get("args")
+    if not isinstance(args, str):
+        return fields
+    mapped = {key: value for key, value in fields.items() if key != "args"}
+    try:
+        decoded = json.loads(args)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        mapped["args"] = decoded
+    elif args.strip():
+        mapped.setdefault("args_summary", args)
+    return mapped
+
+
+_PERCENT = re.compile(r"\s*(\d{1,3}(?:\.\d+)?)\s*%\s*")
+
+
+def _from_tool_execution_update(fields: dict[str, Any]) -> dict[str, Any]:
+    """`partial`: "→ …" is the progress line, "50%" the progress, else output."""
+    mapped = {key: value for key, value in fields.items() if key != "partial"}
+    partial = fields.get("partial")
+    if not isinstance(partial, str):
+        if partial is not None:
+            mapped["output"] = json.dumps(partial, ensure_ascii=False, default=str)
+        return mapped
+    percent = _PERCENT.fullmatch(partial)
+    if partial.startswith("→ "):
+        mapped["message"] = partial[2:].strip()
+    elif percent and float(percent.group(1)) <= 100:
+        mapped["progress"] = float(percent.group(1)) / 100
+    else:
+        mapped["output"] = partial if partial.endswith("\n") else partial + "\n"
+    return mapped
+
+
 def _from_tool_execution_end(fields: dict[str, Any]) -> dict[str, Any]:
-    """[001] tool_execution_end → agent.tool.completed."""
+    """[001] tool_execution_end → agent.tool.completed; its failures are text."""
     mapped = {
         key: value for key, value in fields.items() if key not in ("result_preview", "is_error")
     }
     if mapped.get("result") is None and fields.get("result_preview") is not None:
         mapped["result"] = fields["result_preview"]
-    if fields.get("is_error") is True:
-        mapped["error"] = result_text(mapped.get("result")) or "tool failed"
+        mapped["result_is_preview"] = True
+    if mapped.get("error") is None:
+        failure = text_failure(result_text(mapped.get("result")))
+        if fields.get("is_error") is True:
+            failure = result_text(mapped.get("result")) or "tool failed"
+        if failure and fields.get("skipped") is not True:
+            mapped["error"] = failure
     return mapped
+
+
+FROM_AGENTSPINE: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "agent_start": _agent_start,
+    "agent_end": _agent_end,
+    "turn_start": _turn_start,
+    "turn_end": _turn_end,
+    "message_start": _unchanged,
+    "message_update": _unchanged,
+    "message_end": _unchanged,
+    "tool_execution_start": _from_tool_execution_start,
+    "tool_execution_update": _from_tool_execution_update,
+    "tool_execution_end": _from_tool_execution_end,
+}
+
+# -- failures that are only text or details (SPEC §2 [001], G15) ------------------------
+
+_EXIT_CODE = re.compile(r"\[exit code: (-?\d{1,10})\]\s*\Z")
+
+
+def text_failure(text: str) -> str | None:
+    """AgentSpine's failures are text: the error text when `text` says it failed.
+
+    `Error:` / `[Tool Error]` prefixes and an `[exit code: N]` suffix (N ≠ 0). The
+    suffix regex is anchored and bounded, so it costs one pass over the tail.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith(("Error:", "[Tool Error]")):
+        return text.strip()
+    found = _EXIT_CODE.search(text[-64:])
+    if found and int(found.group(1)) != 0:
+        return text.strip()
+    return None
+
+
+def details_failure(details: Any) -> str | None:
+    """G15: details saying a command exited non-zero or a fetch got HTTP ≥ 400."""
+    if not isinstance(details, dict):
+        return None
+    code = _whole_number(details.get("exit_code"))
+    if code is not None and code != 0:
+        return f"exit code {code}"
+    status = _whole_number(details.get("status_code"))
+    if status is not None and status >= 400:
+        return f"HTTP {status}"
+    return None
+
+
+def _whole_number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,10}", value.strip()):
+        return int(value.strip())
+    return None
 
 
 def result_text(result: Any) -> str:

@@ -100,6 +100,8 @@ class ToolStatus(models.TextChoices):
     RUNNING = "running", "Running"
     SUCCESS = "success", "Success"
     ERROR = "error", "Error"
+    # [001] AgentSpine's `skipped: true`: neither success nor error.
+    SKIPPED = "skipped", "Skipped"
 
 
 class Message(models.Model):
@@ -140,6 +142,9 @@ class Message(models.Model):
             # S3 reconciliation looks up a run's status lines at every run end.
             models.Index(fields=["conversation", "role", "run_id"]),
         ]
+        permissions = [
+            ("view_secrets", "Can reveal the unmasked args and results of one tool entry (T3)"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role} {self.message_id}"
@@ -148,6 +153,30 @@ class Message(models.Model):
     def dom_id(self) -> str:
         """Element id built from our own primary key, never from client strings."""
         return f"m-{self.pk}"
+
+
+class SecretReveal(models.Model):
+    """T3: one person saw one entry's unmasked args/result/details. Append-only."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="secret_reveals"
+    )
+    # Re-projection rebuilds Message rows: the record keeps the conversation and the
+    # message's own id, so it outlives the row it pointed at.
+    message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, related_name="secret_reveals"
+    )
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="secret_reveals"
+    )
+    message_key = models.CharField(max_length=250)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"{self.user} revealed {self.message_key} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class Run(models.Model):

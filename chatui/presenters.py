@@ -38,6 +38,7 @@ from django.utils.safestring import SafeString
 from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number
 from .markdown import render_markdown
 from .models import Message, Role, ToolStatus
+from .secrets import mask_text, mask_value
 
 # -- limits (SPEC G3, G4, G12) ------------------------------------------------
 ARG_VALUE_CHARS = 250
@@ -188,6 +189,9 @@ class ToolEntryView:
     started_at_iso: str
     elapsed_text: str | None  # G5, pending only
     updated_seq: int
+    is_skipped: bool = False  # [001] skipped: muted, neither success nor error
+    no_result: bool = False  # T2: its run ended (or it was imported) with no result
+    preview_note: str | None = None  # [001] the result is only the runtime's preview
 
 
 @dataclass(frozen=True)
@@ -565,14 +569,17 @@ def present_tool_entry(
     depth: int = 0,
 ) -> ToolEntryView:
     """R4: one tool message → its entry; `children` are already-presented nested tools."""
-    meta = message.metadata or {}
+    # T3: secrets are masked here, the one place tool text becomes presentable.
+    meta = mask_value(message.metadata or {})
+    content = mask_text(message.content)
     status = str(message.tool_status or ToolStatus.RUNNING)
-    pending = status in PENDING
+    no_result = status in PENDING and bool(meta.get("no_result_recorded"))
+    pending = status in PENDING and not no_result  # T2: no timer once its run ended
     is_error = status == ToolStatus.ERROR
     title = neutralise(humanise_tool_name(message.tool_name))
-    error_text = (meta.get("tool_error") or message.content) if is_error else None
+    error_text = (meta.get("tool_error") or content) if is_error else None
     # The display text of §3 is `content`; nothing is shown until the tool ends (G5).
-    result = None if pending else present_result(message.content or (error_text or ""))
+    result = None if status in PENDING else present_result(content or (error_text or ""))
     started = message.timestamp
     return ToolEntryView(
         dom_id=message.dom_id,
@@ -601,8 +608,18 @@ def present_tool_entry(
             format_elapsed(((now or timezone.now()) - started).total_seconds()) if pending else None
         ),
         updated_seq=message.updated_seq,
+        is_skipped=status == ToolStatus.SKIPPED,
+        no_result=no_result,
+        preview_note=_preview_note(meta, content),
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
+
+
+def _preview_note(meta: dict[str, Any], content: str) -> str | None:
+    """[001] AgentSpine sends only a preview of the result: say so."""
+    if not meta.get("result_is_preview"):
+        return None
+    return f"preview — the runtime sent {len(content)} characters"
 
 
 def iter_entries(entries: Iterable[ToolEntryView]) -> Iterator[ToolEntryView]:

@@ -8,20 +8,23 @@ messages, so every id, position and timestamp comes from the events themselves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import search
-from .events import is_tool_execution_result, result_text
+from .events import AGENTSPINE, details_failure, is_tool_execution_result, result_text
 from .models import Conversation, ConversationStatus, Event, Message, Role, Run, ToolStatus
 
 EPHEMERAL_STATUS_TYPES = ("thinking", "tool_call", "tool_result", "info")
-FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR)
+FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED)
 OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # The live output tail kept on a running tool; the event log keeps every chunk.
 OUTPUT_TAIL_CHARS = 8000
 TITLE_CHARS = 80
+AGENTSPINE_STOPPED = re.compile(r"\(agent stopped: (?P<reason>[^)]+)\)")
+AGENTSPINE_STOP_STATUSES = ("cancelled", "loop_detected")
 
 
 @dataclass
@@ -76,6 +79,11 @@ class Projector:
         self._searchable: dict[int, Message] = {}  # by id(): new ones have no pk yet
         self._early_progress: set[str] | None = None  # tool ids with logged progress
         self._unclaimed: bool | None = False if empty else None
+        # [001] AgentSpine sends no run or message ids: the current AgentSpine run, and
+        # its open message as (message id, role, source). Loaded lazily (None = unknown).
+        self._agentspine_run: str | None = "" if empty else None
+        self._agentspine_message: tuple[str, str, str] | None = None
+        self._agentspine_message_known = empty
 
     def prefetch(self, events: Sequence[Event]) -> None:
         """Load, in a few queries, everything the batch's events will look up."""
@@ -110,6 +118,10 @@ class Projector:
 
     def apply(self, event: Event) -> None:
         self._sub_position = 0
+        if event.payload.get("dialect") == AGENTSPINE and not event.run_id:
+            # In memory only: the log keeps the event as sent, and re-projection names
+            # the run the same way again.
+            event.run_id = self._agentspine_run_for(event)
         self._track_run(event)
         handler = getattr(self, "_on_" + event.type.replace(".", "_"))
         handler(event, event.payload)
@@ -254,14 +266,34 @@ class Projector:
             meta["details"] = details
         if "duration_ms" in payload:
             meta["tool_duration_ms"] = payload["duration_ms"]
+        if payload.get("result_is_preview") is True:
+            meta["result_is_preview"] = True
+        meta.pop("no_result_recorded", None)
+        self._set_outcome(message, result, error, details, skipped=payload.get("skipped") is True)
+        self._save(message, event)
+
+    @staticmethod
+    def _set_outcome(
+        message: Message, result: Any, error: str | None, details: Any, *, skipped: bool
+    ) -> None:
+        """One honest outcome, computed here so the page, the live frames, the API's
+        messages and the exports all say the same (G6, G15, [001] skipped).
+
+        Details saying a command exited non-zero or a fetch got HTTP ≥ 400 make an
+        error even without `error`; its text is the result text, else "exit code 3".
+        """
+        text = result_text(result)
+        if not error and not skipped:
+            failure = details_failure(details)
+            if failure:
+                error = text.strip() or failure
         if error:
-            meta["tool_error"] = error
+            message.metadata["tool_error"] = error
             message.tool_status = ToolStatus.ERROR
             message.content = error
         else:
-            message.tool_status = ToolStatus.SUCCESS
-            message.content = result_text(result)
-        self._save(message, event)
+            message.tool_status = ToolStatus.SKIPPED if skipped else ToolStatus.SUCCESS
+            message.content = text
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
         verb = "continuing" if payload["should_continue"] else "stopped"
@@ -294,11 +326,165 @@ class Projector:
             self._create(
                 event, f"status_{event.seq}", Role.STATUS, content=text, status_type="error"
             )
+        if payload.get("dialect") == AGENTSPINE and status == "completed":
+            self._agentspine_end(event, payload.get("final_text"))
         if status in ("completed", "failed"):
             self._finish_run(event, status, payload)
             self._reconcile(event.run_id)
         elif status == "running":
             self._set_conversation_status(ConversationStatus.RUNNING, event.run_id)
+
+    # -- [001] AgentSpine's own events --------------------------------------
+
+    def _agentspine_run_for(self, event: Event) -> str:
+        """`agent_start` names a run after its seq; later run-less AgentSpine events
+        belong to the conversation's current AgentSpine run."""
+        if event.type == "agent.status" and event.payload.get("status") == "running":
+            self._agentspine_run = f"agentspine-{event.seq}"
+            return self._agentspine_run
+        if self._agentspine_run is None:
+            latest = (
+                Run.objects.filter(conversation=self.conversation, run_id__startswith="agentspine-")
+                .order_by("-started_seq")
+                .first()
+            )
+            self._agentspine_run = latest.run_id if latest else ""
+        return self._agentspine_run
+
+    def _agentspine_end(self, event: Event, final_text: Any) -> None:
+        """`agent_end`: "(agent stopped: …)" is a continuation; a run that ended on
+        tool calls gets `final_text` as its final answer."""
+        if not isinstance(final_text, str) or not final_text.strip():
+            return
+        stopped = AGENTSPINE_STOPPED.fullmatch(final_text.strip())
+        if stopped:
+            self._agentspine_stop(event, stopped.group("reason"))
+            return
+        self.flush()
+        last = (
+            Message.objects.filter(conversation=self.conversation, run_id=event.run_id)
+            .exclude(role=Role.STATUS)
+            .order_by("-position")
+            .first()
+        )
+        if last is None or last.role != Role.ASSISTANT:
+            self._create(
+                event, f"{event.run_id or 'agentspine'}-final", Role.ASSISTANT, content=final_text
+            )
+
+    def _agentspine_stop(self, event: Event, reason: str) -> None:
+        message_id = f"{event.run_id or 'agentspine'}-stopped"
+        if self._find(message_id) is not None:
+            return  # turn_end said so already
+        self._create(
+            event,
+            message_id,
+            Role.STATUS,
+            content=f"Agent stopped: {reason}",
+            status_type="continuation",
+            metadata={
+                "continuation": {
+                    "should_continue": False,
+                    "stop_reason": reason,
+                    "resolved_by": "AgentSpine",
+                }
+            },
+        )
+
+    def _on_agentspine_turn(self, event: Event, payload: dict[str, Any]) -> None:
+        """Kept in the log; a turn the user steered is an info line; a cancelled or
+        looping one stops the agent."""
+        if payload["phase"] == "end" and payload.get("status") in AGENTSPINE_STOP_STATUSES:
+            self._agentspine_stop(event, payload["status"])
+        if payload["phase"] == "end" and payload.get("status") == "steered":
+            self._create(
+                event,
+                f"status_{event.seq}",
+                Role.STATUS,
+                content="Steered by the user",
+                status_type="info",
+            )
+
+    def _open_agentspine_message(self, event: Event) -> tuple[str, str, str] | None:
+        """The message a `message_start` opened and no `message_end` closed yet."""
+        if not self._agentspine_message_known:
+            self._agentspine_message_known = True
+            logged = Event.objects.filter(conversation=self.conversation, seq__lt=event.seq)
+            start = logged.filter(type="agentspine.message_start").order_by("-seq").first()
+            end = logged.filter(type="agentspine.message_end").order_by("-seq").first()
+            if start is not None and (end is None or end.seq < start.seq):
+                self._agentspine_message = self._agentspine_message_key(event.run_id, start)
+        return self._agentspine_message
+
+    @staticmethod
+    def _agentspine_message_key(run_id: str, start: Event) -> tuple[str, str, str]:
+        """Named from the run, round and order (the start's seq): deterministic."""
+        payload = start.payload
+        round_no = payload.get("round")
+        round_part = f"-r{round_no}" if isinstance(round_no, int) else ""
+        return (
+            f"{run_id or 'agentspine'}{round_part}-m{start.seq}",
+            payload.get("role", ""),
+            payload.get("source", ""),
+        )
+
+    @staticmethod
+    def _agentspine_role(role: str, source: str) -> str | None:
+        if role == "assistant":
+            return Role.ASSISTANT
+        if role == "user":
+            # AgentSpine emits only the user messages it injects (steer, follow-up).
+            return Role.USER
+        return None  # other roles (tool results) stay in the log only
+
+    def _on_agentspine_message_start(self, event: Event, payload: dict[str, Any]) -> None:
+        self._agentspine_message_known = True
+        self._agentspine_message = self._agentspine_message_key(event.run_id, event)
+
+    def _on_agentspine_message_update(self, event: Event, payload: dict[str, Any]) -> None:
+        opened = self._open_agentspine_message(event)
+        if opened is None:  # an update with no start: it opens its own message
+            self._on_agentspine_message_start(event, payload)
+            opened = self._agentspine_message
+        message_id, role, source = opened
+        kind = self._agentspine_role(role or payload["role"], source)
+        if kind is None:
+            return
+        message = self._find(message_id)
+        if message is None:
+            self._create(event, message_id, kind, content=payload["delta"], is_final=False)
+        elif not message.is_final:
+            message.content += payload["delta"]
+            self._save(message, event)
+
+    def _on_agentspine_message_end(self, event: Event, payload: dict[str, Any]) -> None:
+        """The final content is the streamed text; the (possibly cut) preview only
+        when no deltas came."""
+        opened = self._open_agentspine_message(event)
+        self._agentspine_message = None
+        if opened is None:
+            opened = self._agentspine_message_key(event.run_id, event)
+        message_id, role, source = opened
+        kind = self._agentspine_role(role or payload["role"], source)
+        if kind is None:
+            return
+        preview = payload.get("text_preview") or ""
+        message = self._find(message_id)
+        if message is None:
+            if preview.strip():
+                self._create(event, message_id, kind, content=preview)
+                self._title_from_user(kind, preview)
+            return
+        if not message.content and preview:
+            message.content = preview
+        message.is_final = True
+        self._save(message, event)
+        self._title_from_user(kind, message.content)
+
+    def _title_from_user(self, role: str, content: str) -> None:
+        if role == Role.USER and not self.conversation.title and content.strip():
+            self.conversation.title = _title_from(content)
+            self.changes.conversation_changed = True
 
     # -- runs ---------------------------------------------------------------
 
@@ -316,6 +502,7 @@ class Projector:
             self._set_status(ConversationStatus.RUNNING)
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
+        self._mark_unanswered_tools(event)
         if event.run_id:
             Run.objects.filter(conversation=self.conversation, run_id=event.run_id).update(
                 status=status,
@@ -323,6 +510,25 @@ class Projector:
                 error_message=payload.get("error_message", "") if status == "failed" else "",
             )
         self._set_conversation_status(status, event.run_id)
+
+    def _mark_unanswered_tools(self, event: Event) -> None:
+        """T2: a tool still waiting when its run ends never got a result: it shows
+        "no result recorded", never a timer ticking for ever."""
+        self.flush()
+        pending = Message.objects.filter(
+            conversation=self.conversation,
+            role=Role.TOOL,
+            run_id=event.run_id,
+            tool_status__in=OPEN,
+        )
+        for row in pending:
+            # The instance this projector already holds, so no stale copy overwrites it.
+            message = self._messages.get(row.message_id) or row
+            self._messages[row.message_id] = message
+            if message.tool_status not in OPEN:
+                continue
+            message.metadata["no_result_recorded"] = True
+            self._save(message, event)
 
     def _set_conversation_status(self, status: str, run_id: str) -> None:
         if run_id:

@@ -37,7 +37,12 @@ def test_agentspine_tool_execution_start_alias():
         {"type": "tool_execution_start", "tool_name": "ls", "tool_call_id": "c1", "args": {"a": 1}}
     )
     assert event.type == "agent.tool.started"
-    assert event.payload == {"tool_call_id": "c1", "tool_name": "ls", "args": {"a": 1}}
+    assert event.payload == {
+        "tool_call_id": "c1",
+        "tool_name": "ls",
+        "args": {"a": 1},
+        "dialect": "agentspine",
+    }
 
 
 def test_agentspine_tool_execution_end_uses_result_preview_when_result_missing():
@@ -57,6 +62,8 @@ def test_agentspine_tool_execution_end_uses_result_preview_when_result_missing()
         "tool_name": "ls",
         "result": "a b c",
         "details": {"kind": "file"},
+        "result_is_preview": True,
+        "dialect": "agentspine",
     }
 
 

@@ -125,7 +125,7 @@ def test_export_events_then_import_round_trips_for_the_recorded_run(recorded, us
     [
         ("openai", "openai.json"),
         ("anthropic", "anthropic.json"),
-        ("agentspine", "agentspine.jsonl"),
+        ("agentspine", "../agentspine/as1_builtin_tools.jsonl"),
         ("chatui", "chatui.jsonl"),
         ("legacy", "legacy.json"),
     ],

@@ -30,7 +30,8 @@ IMPORTS = FIXTURES / "imports"
 SAMPLES = {
     "openai": "openai.json",
     "anthropic": "anthropic.json",
-    "agentspine": "agentspine.jsonl",
+    # The real capture (tests/fixtures/agentspine/), not an invented one.
+    "agentspine": "../agentspine/as1_builtin_tools.jsonl",
     "chatui": "chatui.jsonl",
     "legacy": "legacy.json",
 }
@@ -172,7 +173,7 @@ def test_import_accepts_text_bytes_and_file_objects(user):
 HOSTILE = {
     "openai": "no matches <script>alert('pwned')</script> @everyone",
     "anthropic": '{"incidents": []}\n<!-- fetched 2.1 KB --><img src=x onerror=alert(1)>',
-    "agentspine": "chatui-0.1.0.tar.gz\n<script>alert(1)</script>.txt",
+    "agentspine": "line 3: contact @alice:example.org",
     "chatui": "Retry the ticket with my token: @alice <img src=x onerror=alert(1)>",
     "legacy": "What did you run last week? <script>alert('user')</script>",
 }
@@ -369,43 +370,45 @@ def test_import_anthropic_is_error_without_text_still_fails_the_tool(conversatio
 
 def test_import_agentspine_args_json_string_becomes_args(conversation):
     import_transcript(sample("agentspine"), "agentspine", conversation)
-    assert tool(conversation, "call_du_01")["metadata"]["args"] == {"command": "du -sh dist"}
+    assert tool(conversation, "call_cmd")["metadata"]["args"] == {
+        "command": "echo building; echo oops >&2; exit 3"
+    }
 
 
-def test_import_agentspine_is_error_becomes_tool_error(conversation):
+def test_import_agentspine_exit_code_suffix_is_an_error(conversation):
     import_transcript(sample("agentspine"), "agentspine", conversation)
-    entry = tool(conversation, "call_rm_03")
+    entry = tool(conversation, "call_cmd")
     assert entry["metadata"]["tool_status"] == "error"
-    assert entry["metadata"]["tool_error"].endswith("Permission denied")
-    assert entry["metadata"]["details"]["exit_code"] == 1
+    assert entry["metadata"]["tool_error"].endswith("[exit code: 3]")
 
 
-def test_import_agentspine_result_preview_and_details_become_the_result(conversation):
+def test_import_agentspine_error_prefix_is_an_error(conversation):
     import_transcript(sample("agentspine"), "agentspine", conversation)
-    entry = tool(conversation, "call_ls_02")
-    assert entry["content"].startswith("chatui-0.1.0-py3-none-any.whl\n")
-    assert entry["metadata"]["details"] == {"kind": "file", "path": "dist", "summary": "3 entries"}
+    entry = tool(conversation, "call_missing")
+    assert (entry["metadata"]["tool_status"], entry["content"]) == (
+        "error",
+        "Error: file not found: /ws/missing.txt",
+    )
+
+
+def test_import_agentspine_result_preview_is_the_result_marked_as_preview(conversation):
+    import_transcript(sample("agentspine"), "agentspine", conversation)
+    entry = tool(conversation, "call_read")
+    assert entry["content"].startswith("line 1\nline 2\n")
+    assert entry["metadata"]["result_is_preview"] is True
+    assert entry["metadata"]["tool_status"] == "success"
 
 
 def test_import_agentspine_unknown_events_are_skipped_with_a_count(conversation):
-    result = import_transcript(sample("agentspine"), "agentspine", conversation)
-    assert result.skipped == {"context_compacted event": 1, "lane_metrics event": 1}
+    lines = [{"type": "agent_start"}, {"type": "lane_metrics", "x": 1}, {"type": "agent_end"}]
+    result = import_transcript("\n".join(map(json.dumps, lines)), "agentspine", conversation)
+    assert result.skipped == {"lane_metrics event": 1}
 
 
 def test_import_agentspine_streamed_deltas_make_the_assistant_text(conversation):
     import_transcript(sample("agentspine"), "agentspine", conversation)
-    first = next(m for m in messages(conversation) if m["role"] == "assistant")
-    assert first["content"] == "I'll measure `dist/` first, then remove it."
-    assert [call["id"] for call in first["metadata"]["tool_calls"]] == ["call_du_01", "call_ls_02"]
-    assert first["metadata"]["duration_ms"] == 1050  # message_start → message_end
-
-
-def test_import_agentspine_final_text_replaces_the_truncated_preview(conversation):
-    import_transcript(sample("agentspine"), "agentspine", conversation)
-    last = messages(conversation)[-1]
-    assert last["role"] == "assistant"
-    assert last["content"].endswith("so no space was freed.")
-    assert len(last["content"]) > 200
+    texts = [m["content"] for m in messages(conversation) if m["role"] == "assistant"]
+    assert texts == ["Let me look.", "notes.txt has 15 lines; the build failed with exit code 3."]
 
 
 def test_import_agentspine_stopped_run_becomes_a_continuation(conversation):
@@ -675,9 +678,9 @@ def test_legacy_call_line_gives_name_and_args_summary(call, parsed):
         (
             "agentspine",
             '{"type": "tool_execution_start", "tool_name": "f"}\n',
-            "line 1: 'tool_call_id' must be a non-empty string",
+            "line 1: missing required field 'tool_call_id'",
         ),
-        ("agentspine", '{"type": "agent_start"}\n', "the file holds nothing to import"),
+        ("agentspine", '{"type": "lane_metrics"}\n', "the file holds nothing to import"),
         ("chatui", "\n\n", "the file holds no events"),
         (
             "chatui",
