@@ -488,7 +488,7 @@ def normalise_event(
     # An exported AgentSpine event (`export --format events`) comes back under its
     # logged type with its marker: it is still AgentSpine's, extras and all.
     if raw_type in ALIASES or raw_type in AGENTSPINE_SCHEMAS or raw.get("dialect") == AGENTSPINE:
-        payload = _with_agentspine_extras(payload, fields)
+        payload = _with_agentspine_extras(payload, fields, known=SCHEMAS[event_type])
     if event_type == "agent.step.completed" and "tool_calls" in payload:
         payload["tool_calls"] = _check_tool_calls(payload["tool_calls"], index)
 
@@ -572,13 +572,17 @@ def _check_tool_calls(calls: list[Any], index: int) -> list[dict[str, Any]]:
 # -- [001] AgentSpine, exactly as its Agent emits it ----------------------------------
 
 
-def _with_agentspine_extras(payload: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+def _with_agentspine_extras(
+    payload: dict[str, Any], fields: dict[str, Any], *, known: dict[str, Any]
+) -> dict[str, Any]:
     """Unknown AgentSpine fields (`round`, `tool_results_preview`, …) are kept in the
-    log, untouched and unread; the marker says which dialect the event spoke."""
+    log, untouched and unread; the marker says which dialect the event spoke. Fields
+    the type knows are never extras: a known field sent as null stays absent, as for
+    every other event (the projector reads `payload.get(name)` as a checked value)."""
     extras = {
         key: value
         for key, value in fields.items()
-        if key not in payload and key not in COMMON_FIELDS and not key.startswith("_")
+        if key not in known and key not in COMMON_FIELDS and not key.startswith("_")
     }
     return {**payload, **extras, "dialect": AGENTSPINE}
 
