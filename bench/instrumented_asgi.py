@@ -38,7 +38,7 @@ _broadcast_done = _stamp("B")
 events_ingested.connect(_committed, dispatch_uid="bench.committed")
 events_ingested.connect(_broadcast_done, dispatch_uid="bench.broadcast_done")
 # Receivers run in the order they connected: the commit stamp must come before the
-# broadcaster (chatui.frames.broadcast, connected when chatui.asgi loaded).
+# broadcaster (chatui.broadcast.broadcast, connected when the app loaded).
 with events_ingested.lock:
     committed = [r for r in events_ingested.receivers if r[0][0] == "bench.committed"]
     events_ingested.receivers[:] = committed + [

@@ -9,4 +9,4 @@ class ChatuiConfig(AppConfig):
     def ready(self) -> None:
         # Connects the live push to ingest's on-commit signal, and the closing of
         # sockets whose access was taken away to auth's signals.
-        from . import frames, revocation  # noqa: F401
+        from . import broadcast, revocation  # noqa: F401
