@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 
 from . import pages, presenters, selectors
-from .models import Conversation, Message, Role
+from .models import Conversation, Message, Role, seq_of
 from .projection import ChangeSet
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def replay_frame(conversation_id, after: int) -> Frame | None:
     changed = selectors.messages_changed_since(conversation, after)
     changes = ChangeSet(
         changed={m.pk: m.updated_seq for m in changed},
-        created={m.pk for m in changed if m.position // 1000 > after},
+        created={m.pk for m in changed if seq_of(m.position) > after},
         conversation_changed=True,
     )
     return change_frame(conversation, after + 1, conversation.last_seq, changes)

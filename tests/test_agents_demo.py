@@ -32,7 +32,7 @@ from chatui.agents.tools import (
     safe_eval,
 )
 from chatui.models import Conversation, Event, Message, Run
-from chatui.presenters import humanise_tool_name
+from chatui.text import humanise_tool_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

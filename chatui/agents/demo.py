@@ -17,7 +17,7 @@ import json
 import re
 import time
 
-from ..presenters import humanise_tool_name
+from ..text import humanise_tool_name
 from .base import AgentError, RunContext, demo_delay, estimate_tokens
 from .tools import Planned, Sandbox, Toolbox, ToolOutcome, first_line, plan_tools
 

@@ -49,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..events import result_text
+from ..text import human_size
 from .base import ToolCall, setting
 
 logger = logging.getLogger(__name__)
@@ -132,12 +133,6 @@ class Sandbox:
                 if path.is_relative_to(self.root) and path.is_file():
                     found.append(path)
         return found
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    return f"{size / 1024:.1f} KB"
 
 
 # -- tool plumbing ------------------------------------------------------------------
