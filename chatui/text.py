@@ -74,3 +74,9 @@ def human_size(size: int) -> str:
 
 def format_tokens(tokens: int) -> str:
     return f"{tokens:,} token" + ("" if tokens == 1 else "s")
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first line of `text`, clipped to `limit` characters."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return clip(line, limit)

@@ -61,15 +61,30 @@ def imports_of(module: str) -> tuple[set[str], set[str]]:
     path = MODULES[module]
     tree = ast.parse(path.read_text())
     top: set[str] = set()
+    typing_only: set[str] = set()
     for node in tree.body:
-        for inner in ast.walk(node) if not isinstance(node, FUNCTION_OR_CLASS) else ():
+        if isinstance(node, FUNCTION_OR_CLASS):
+            continue
+        found = set()
+        for inner in ast.walk(node):
             if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                top |= imported(module, path, inner)
+                found |= imported(module, path, inner)
+        if is_type_checking_block(node):
+            typing_only |= found  # never executed: names for annotations only
+        else:
+            top |= found
     every: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             every |= imported(module, path, node)
-    return top - {module}, every - top - {module}
+    return top - {module}, every - top - typing_only - {module}
+
+
+def is_type_checking_block(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in (
+        "TYPE_CHECKING",
+        "typing.TYPE_CHECKING",
+    )
 
 
 FUNCTION_OR_CLASS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
