@@ -2,7 +2,7 @@
 
     daphne bench.instrumented_asgi:application   (CHATUI_BENCH_STAMPS=/path/file)
 
-Exactly `chatui.asgi.application`; in addition two receivers of the app's own
+Exactly `config.asgi.application`; in addition two receivers of the app's own
 `events_ingested` signal (sent by `chatui.ingest` in `transaction.on_commit`) append
 a line per committed ingest to the file named by CHATUI_BENCH_STAMPS:
 
@@ -20,8 +20,8 @@ import gc
 import os
 import time
 
-from chatui.asgi import application  # noqa: F401 — also sets Django up
 from chatui.ingest import events_ingested
+from config.asgi import application  # noqa: F401 — also sets Django up
 
 _out = open(os.environ["CHATUI_BENCH_STAMPS"], "a", buffering=1)  # noqa: SIM115
 
