@@ -30,7 +30,7 @@ chromium:
 run: install
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py setup_demo --host $(HOST) --port $(PORT)
-	$(BIN)/daphne -b $(HOST) -p $(PORT) chatui.asgi:application
+	$(BIN)/daphne -b $(HOST) -p $(PORT) config.asgi:application
 
 lint: install
 	$(BIN)/ruff check .

@@ -52,7 +52,7 @@ def code_version() -> str:
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "chatui", "templates", "static"],
+            ["git", "status", "--porcelain", "--", "chatui", "config", "templates"],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -2,7 +2,7 @@
 
     daphne bench.instrumented_asgi:application   (CHATUI_BENCH_STAMPS=/path/file)
 
-Exactly `chatui.asgi.application`; in addition two receivers of the app's own
+Exactly `config.asgi.application`; in addition two receivers of the app's own
 `events_ingested` signal (sent by `chatui.ingest` in `transaction.on_commit`) append
 a line per committed ingest to the file named by CHATUI_BENCH_STAMPS:
 
@@ -20,8 +20,8 @@ import gc
 import os
 import time
 
-from chatui.asgi import application  # noqa: F401 — also sets Django up
 from chatui.ingest import events_ingested
+from config.asgi import application  # noqa: F401 — also sets Django up
 
 _out = open(os.environ["CHATUI_BENCH_STAMPS"], "a", buffering=1)  # noqa: SIM115
 
@@ -38,7 +38,7 @@ _broadcast_done = _stamp("B")
 events_ingested.connect(_committed, dispatch_uid="bench.committed")
 events_ingested.connect(_broadcast_done, dispatch_uid="bench.broadcast_done")
 # Receivers run in the order they connected: the commit stamp must come before the
-# broadcaster (chatui.frames.broadcast, connected when chatui.asgi loaded).
+# broadcaster (chatui.broadcast.broadcast, connected when the app loaded).
 with events_ingested.lock:
     committed = [r for r in events_ingested.receivers if r[0][0] == "bench.committed"]
     events_ingested.receivers[:] = committed + [

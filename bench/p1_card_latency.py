@@ -19,7 +19,7 @@ layer delivers in join order); the latency is measured in the one real page.
 "Accepted" is when the event's transaction commits. daphne runs
 `bench.instrumented_asgi` (chatui's app unchanged, plus a receiver of the app's
 own `events_ingested` signal, sent in on_commit, that logs `time.time()` before
-the broadcaster runs and after it returns; `--plain` runs chatui.asgi alone).
+the broadcaster runs and after it returns; `--plain` runs config.asgi alone).
 Because the server broadcasts on commit *before* it answers the POST, the card
 can beat the 200 to the client, so more reference points are reported:
   committed → card            P1 as specified;
@@ -327,7 +327,7 @@ def main() -> None:
     parser.add_argument(
         "--plain",
         action="store_true",
-        help="run chatui.asgi itself, without bench.instrumented_asgi's commit stamps",
+        help="run config.asgi itself, without bench.instrumented_asgi's commit stamps",
     )
     args = parser.parse_args()
     from common import maybe_py_spy

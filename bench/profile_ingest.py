@@ -36,7 +36,7 @@ def setup_django(data: Path) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{data / 'profile.sqlite3'}"
     os.environ["CHATUI_DATA_DIR"] = str(data)
     os.environ["DJANGO_SECRET_KEY"] = "bench-only"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "chatui.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.chdir(ROOT)
     import django
 

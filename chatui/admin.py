@@ -64,6 +64,7 @@ from .models import (
     ToolStatus,
 )
 from .reveal import pretty_json, reveal_invisible, reveal_items, reveal_text, revealed_block
+from .text import clip, collapse_newlines, human_size
 
 admin.site.site_header = "chatui audit"
 admin.site.site_title = "chatui audit"
@@ -142,7 +143,7 @@ class ToolNameFilter(admin.SimpleListFilter):
             .values_list("tool_name", flat=True)
             .distinct()[: self.limit]
         )
-        return [(name, reveal_invisible(presenters.clip(name, 60))) for name in names]
+        return [(name, reveal_invisible(clip(name, 60))) for name in names]
 
     def queryset(self, request, queryset):
         if self.value() is None:
@@ -244,7 +245,7 @@ class ImportTranscriptForm(forms.Form):
         upload = self.cleaned_data["file"]
         if upload.size > max_import_bytes():
             raise forms.ValidationError(
-                f"The file is larger than {presenters.human_size(max_import_bytes())}."
+                f"The file is larger than {human_size(max_import_bytes())}."
             )
         return upload
 
@@ -546,7 +547,7 @@ class ConversationAdmin(admin.ModelAdmin):
             "title": "Import a transcript",
             "form": form,
             "has_view_permission": self.has_view_permission(request),
-            "max_size": presenters.human_size(max_import_bytes()),
+            "max_size": human_size(max_import_bytes()),
         }
         return TemplateResponse(request, "admin/chatui/conversation/import_form.html", context)
 
@@ -658,9 +659,7 @@ class MessageAdmin(ConversationScopedAdmin):
 
     @admin.display(description="content")
     def content_excerpt(self, obj):
-        return reveal_invisible(
-            presenters.clip(presenters.collapse_newlines(obj.content), LIST_TEXT_CHARS)
-        )
+        return reveal_invisible(clip(collapse_newlines(obj.content), LIST_TEXT_CHARS))
 
     @admin.display(description="content")
     def content_shown(self, obj):
@@ -704,7 +703,7 @@ class RunAdmin(ConversationScopedAdmin):
 
     @admin.display(description="error")
     def error_excerpt(self, obj):
-        return reveal_invisible(presenters.clip(obj.error_message, LIST_TEXT_CHARS))
+        return reveal_invisible(clip(obj.error_message, LIST_TEXT_CHARS))
 
     @admin.display(description="error message")
     def error_shown(self, obj):

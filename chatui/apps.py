@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.conf import settings
+
+from .conf import apply_defaults
 
 
 class ChatuiConfig(AppConfig):
@@ -7,6 +10,7 @@ class ChatuiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        apply_defaults(settings)  # a host project sets only the CHATUI_* it changes
         # Connects the live push to ingest's on-commit signal, and the closing of
         # sockets whose access was taken away to auth's signals.
-        from . import frames, revocation  # noqa: F401
+        from . import broadcast, revocation  # noqa: F401

@@ -25,6 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import frames, selectors
+from .broadcast import group_name
 from .events import parse_seq
 from .models import Conversation
 from .revocation import session_group, session_user, user_group
@@ -38,10 +39,6 @@ CLOSE_TOO_MANY_SOCKETS = 4429
 
 #: Accepted sockets per user pk, in this process (CHATUI_MAX_SOCKETS_PER_USER).
 open_sockets: Counter = Counter()
-
-
-def group_name(conversation_id) -> str:
-    return f"conversation.{str(conversation_id).replace('-', '')}"
 
 
 class TranscriptConsumer(AsyncWebsocketConsumer):

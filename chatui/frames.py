@@ -11,18 +11,13 @@ every open page ends equal to a fresh load.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.dispatch import receiver
 from django.template.loader import render_to_string
 
-from . import presenters, selectors
-from .consumers import group_name
-from .ingest import events_ingested
-from .models import Conversation, Event, Message, Role
+from . import pages, presenters, selectors
+from .models import Conversation, Message, Role, seq_of
 from .projection import ChangeSet
 
 logger = logging.getLogger(__name__)
@@ -53,27 +48,9 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
 
     `conversation.last_seq` was read before the messages are, so the HTML is at
     least as new as the seq it claims."""
-    html = render_to_string(TEMPLATE + "#transcript-oob", transcript_context(conversation))
+    html = render_to_string(TEMPLATE + "#transcript-oob", pages.transcript_context(conversation))
     html += render_run_state(conversation, oob=True)
     return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
-
-
-def transcript_context(
-    conversation: Conversation,
-    messages: Sequence[Message] | None = None,
-    *,
-    has_earlier: bool = False,
-) -> dict:
-    """What the transcript partials need: the latest window unless `messages` is given."""
-    if messages is None:
-        messages, has_earlier = selectors.transcript_window(conversation)
-    return {
-        "conversation": conversation,
-        "items": presenters.present_transcript(list(messages)),
-        "has_earlier": has_earlier,
-        "first_position": messages[0].position if messages else 0,
-        "last_seq": conversation.last_seq,
-    }
 
 
 def change_frame(
@@ -96,7 +73,7 @@ def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
     parts: list[str] = []
     done_batches: set[str] = set()
     done_messages: set[int] = set()
-    messages = Message.objects.filter(pk__in=list(changed_pks)).order_by("position")
+    messages = selectors.messages_by_pk(changed_pks)
     for message in messages:
         if message.role == Role.TOOL:
             batch = _batch_of(message)
@@ -119,15 +96,7 @@ def _assistant_parts(message: Message, created: set[int], done: set[int]) -> lis
     """The assistant message, presented among its run's steps (S1's meta line sums
     them and sits under the last shown one). When a step is new or final the line
     may move, so the run's other shown messages are re-rendered too."""
-    steps = [message]
-    if message.run_id:
-        steps = list(
-            Message.objects.filter(
-                conversation_id=message.conversation_id,
-                role=Role.ASSISTANT,
-                run_id=message.run_id,
-            ).order_by("position")
-        )
+    steps = selectors.run_steps(message)
     shown = {item.pk: item for item in presenters.present_transcript(steps)}
     parts: list[str] = []
     if message.pk in shown:
@@ -164,67 +133,28 @@ def _delete(dom_id: str) -> str:
     return f'<div id="{dom_id}" hx-swap-oob="delete"></div>'
 
 
-def composer_open(conversation: Conversation) -> bool:
-    """May the owner send now? A run that has ended in the log frees the composer even
-    while its task winds down here; a running one only if its agent takes interjections."""
-    from .agents import accepts_input
-
-    return conversation.status != "running" or accepts_input(conversation.pk)
-
-
 def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
     """The status badge, Stop button and whether the composer takes input now."""
     context = {
         "conversation": conversation,
         "oob": oob,
-        "accepts_input": composer_open(conversation),
+        "accepts_input": pages.composer_open(conversation),
     }
     return render_to_string("chatui/_run_state.html", context)
 
 
 def replay_frame(conversation_id, after: int) -> Frame | None:
     """What a (re)connecting page with `after` missed, or None when it is current."""
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    conversation = selectors.conversation_by_pk(conversation_id)
     if conversation is None or conversation.last_seq <= after:
         return None
-    run_ended = Event.objects.filter(
-        conversation=conversation,
-        seq__gt=after,
-        type="agent.status",
-        payload__status__in=["completed", "failed"],
-    ).exists()
+    run_ended = selectors.run_ended_since(conversation, after)
     if after == 0 or run_ended or conversation.last_seq - after > REPLAY_LIMIT:
         return full_frame(conversation, after + 1)
-    changed = Message.objects.filter(conversation=conversation, updated_seq__gt=after)
+    changed = selectors.messages_changed_since(conversation, after)
     changes = ChangeSet(
         changed={m.pk: m.updated_seq for m in changed},
-        created={m.pk for m in changed if m.position // 1000 > after},
+        created={m.pk for m in changed if seq_of(m.position) > after},
         conversation_changed=True,
     )
     return change_frame(conversation, after + 1, conversation.last_seq, changes)
-
-
-# -- broadcasting -------------------------------------------------------------------
-
-
-@receiver(events_ingested, dispatch_uid="chatui.frames.broadcast")
-def broadcast(
-    sender,
-    conversation: Conversation,
-    conversation_id,
-    first_seq: int,
-    last_seq: int,
-    changes: ChangeSet,
-    **kwargs,
-) -> None:
-    """Render the frame once and hand it to every viewer's consumer."""
-    frame = change_frame(conversation, first_seq, last_seq, changes)
-    async_to_sync(get_channel_layer().group_send)(
-        group_name(conversation_id),
-        {
-            "type": "transcript.frame",
-            "first_seq": frame.first_seq,
-            "last_seq": frame.last_seq,
-            "html": frame.html,
-        },
-    )

@@ -17,6 +17,26 @@ from django.urls import reverse
 
 from .fields import OrderedJSONField
 
+#: A message's `position` is its creating event's seq * POSITION_STRIDE + its index
+#: within that event, so one event can create up to POSITION_STRIDE messages.
+POSITION_STRIDE = 1000
+
+
+def position_for(seq: int, order: int) -> int:
+    return seq * POSITION_STRIDE + order
+
+
+def seq_of(position: int) -> int:
+    """The seq of the event that created the message at `position`."""
+    return position // POSITION_STRIDE
+
+
+class StatusType:
+    """`agent.status` kinds (`Message.status_type`)."""
+
+    #: Shown only while their run is going: hidden once it finishes.
+    EPHEMERAL = ("thinking", "tool_call", "tool_result", "info")
+
 
 class ConversationStatus(models.TextChoices):
     IDLE = "idle", "Idle"
@@ -115,7 +135,7 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     timestamp = models.DateTimeField()
     metadata = OrderedJSONField(default=dict, blank=True)
-    # Order of creation: creating event's seq * 1000 + index within that event.
+    # Order of creation: see position_for / seq_of.
     position = models.PositiveBigIntegerField()
     run_id = models.CharField(max_length=200, blank=True)
     # Indexed copies of metadata, for lookups, admin filters and counts.

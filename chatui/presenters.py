@@ -37,13 +37,24 @@ from django.utils.safestring import SafeString
 
 from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number
 from .markdown import render_markdown
-from .models import Message, Role, ToolStatus
+from .models import Message, Role, StatusType, ToolStatus
 from .secrets import mask_text, mask_value
+from .text import (
+    ELLIPSIS,
+    TOOL_NAME_CHARS,
+    clip,
+    collapse_newlines,
+    format_duration,
+    format_elapsed,
+    format_tokens,
+    human_size,
+    humanise_tool_name,
+    neutralise,
+)
 
 # -- limits (SPEC G3, G4, G12) ------------------------------------------------
 ARG_VALUE_CHARS = 250
 ARGS_CHARS = 1200
-TOOL_NAME_CHARS = 200
 INLINE_RESULT_CHARS = 80
 RESULT_BLOCK_CHARS = 500
 RESULT_BLOCK_LINES = 8
@@ -56,13 +67,10 @@ KIND_PREVIEW_LINES = 3
 # the recursion both stay bounded whatever parent ids a runtime sends.
 MAX_NESTING_DEPTH = 6
 
-ELLIPSIS = "…"
-ZWSP = "\u200b"
 # What a stored number shows when it is not one ingest accepts today (a row from
 # before the limits of chatui.events, or written by hand): never a crash.
 MALFORMED = "—"
 PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
-EPHEMERAL_STATUS_TYPES = ("thinking", "tool_call", "tool_result", "info")
 
 
 # -- view objects -------------------------------------------------------------
@@ -217,20 +225,6 @@ Item = UserView | AssistantView | StatusView | ToolBatchView
 # -- small text helpers -------------------------------------------------------
 
 
-def neutralise(text: str) -> str:
-    """T1: "@" + U+200B can never trigger a mention wherever the text ends up."""
-    return text.replace("@", "@" + ZWSP)
-
-
-def clip(text: str, limit: int) -> str:
-    """Cut to at most `limit` characters, the last one being "…" when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
-
-
-def collapse_newlines(text: str) -> str:
-    return re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", text)
-
-
 def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -246,56 +240,6 @@ def duration_text(value: Any) -> str | None:
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat()
-
-
-def humanise_tool_name(name: str) -> str:
-    """G10: `image_generation` → "Image Generation", `SearchEntities` → "Search Entities"."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name)
-    words = [word for word in re.split(r"[\s_\-.:/]+", spaced) if word]
-    if not words:
-        return "Tool"
-    return clip(" ".join(word[0].upper() + word[1:] for word in words), TOOL_NAME_CHARS)
-
-
-def format_duration(ms: float, *, compact: bool = False) -> str:
-    """G7: "250 ms", "1.2 s", "12.3 s", then "2 min 5 s" and "1 h 2 min".
-
-    `compact` drops the spaces before units, for S1's "Assistant · 1.2s".
-    """
-    gap = "" if compact else " "
-    if round(ms) < 1000:
-        return f"{max(0, round(ms))}{gap}ms"
-    seconds = ms / 1000
-    if round(seconds, 1) < 60:
-        return f"{seconds:.1f}{gap}s"
-    whole = round(seconds)
-    if whole < 3600:
-        minutes, secs = divmod(whole, 60)
-        return f"{minutes}{gap}min" + (f" {secs}{gap}s" if secs else "")
-    hours, rest = divmod(whole, 3600)
-    minutes = rest // 60
-    return f"{hours}{gap}h" + (f" {minutes}{gap}min" if minutes else "")
-
-
-def format_elapsed(seconds: float) -> str:
-    """G5: whole seconds for a pending tool ("0 s", "42 s", "1 min 5 s")."""
-    whole = max(0, int(seconds))
-    return f"{whole} s" if whole < 60 else format_duration(whole * 1000)
-
-
-def human_size(size: int) -> str:
-    """ "512 B", "2.3 KB", "1.4 MB" (1 KB = 1024 bytes)."""
-    if size < 1024:
-        return f"{size} B"
-    for unit in ("KB", "MB", "GB"):
-        size /= 1024
-        if size < 1024 or unit == "GB":
-            break
-    return f"{size:.1f} {unit}"
-
-
-def format_tokens(tokens: int) -> str:
-    return f"{tokens:,} token" + ("" if tokens == 1 else "s")
 
 
 # -- G3 call line ---------------------------------------------------------------
@@ -847,7 +791,7 @@ def present_status(message: Message) -> StatusView:
         is_toast=kind == "info",
         is_banner=kind == "error",
         is_run_error=kind == "error",
-        is_ephemeral=kind in EPHEMERAL_STATUS_TYPES,
+        is_ephemeral=kind in StatusType.EPHEMERAL,
         timestamp=message.timestamp,
         timestamp_iso=_iso(message.timestamp),
         updated_seq=message.updated_seq,

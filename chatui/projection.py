@@ -15,9 +15,18 @@ from typing import Any
 
 from . import search
 from .events import AGENTSPINE, details_failure, is_tool_execution_result, result_text
-from .models import Conversation, ConversationStatus, Event, Message, Role, Run, ToolStatus
+from .models import (
+    Conversation,
+    ConversationStatus,
+    Event,
+    Message,
+    Role,
+    Run,
+    StatusType,
+    ToolStatus,
+    position_for,
+)
 
-EPHEMERAL_STATUS_TYPES = ("thinking", "tool_call", "tool_result", "info")
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED)
 OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # The live output tail kept on a running tool; the event log keeps every chunk.
@@ -549,7 +558,7 @@ class Projector:
         ephemeral = Message.objects.filter(
             conversation=self.conversation,
             role=Role.STATUS,
-            status_type__in=EPHEMERAL_STATUS_TYPES,
+            status_type__in=StatusType.EPHEMERAL,
         )
         if run_id:
             ephemeral = ephemeral.filter(run_id__in=[run_id, ""])
@@ -585,7 +594,7 @@ class Projector:
             content=content,
             timestamp=event.timestamp,
             metadata=dict(metadata or {}),
-            position=event.seq * 1000 + self._sub_position,
+            position=position_for(event.seq, self._sub_position),
             run_id=event.run_id,
             tool_call_id=tool_call_id,
             tool_name=tool_name,

@@ -20,6 +20,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from . import presenters
+from .text import ZWSP
 
 # -- invisible characters ------------------------------------------------------------
 
@@ -124,8 +125,8 @@ def _reveal_tool_text(text: str | None) -> SafeString | None:
     with a ZWSP that is ours and therefore not shown."""
     if text is None:
         return None
-    original = str(text).replace("@" + presenters.ZWSP, "@")
-    return mark_safe(str(reveal_invisible(original)).replace("@", "@" + presenters.ZWSP))
+    original = str(text).replace("@" + ZWSP, "@")
+    return mark_safe(str(reveal_invisible(original)).replace("@", "@" + ZWSP))
 
 
 def _reveal_entry(entry: presenters.ToolEntryView) -> presenters.ToolEntryView:

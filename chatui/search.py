@@ -45,9 +45,10 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from .events import is_tool_execution_result
-from .models import Conversation, Message, Role, ToolStatus
-from .presenters import ELLIPSIS, EPHEMERAL_STATUS_TYPES, is_assistant_shown, neutralise
+from .models import Conversation, Message, Role, StatusType, ToolStatus
+from .presenters import is_assistant_shown
 from .selectors import VIEW_ANY
+from .text import ELLIPSIS, neutralise
 
 # A document beyond this many characters is indexed up to here: a multi-megabyte tool
 # output would cost more to index on every write than it is worth to find.
@@ -137,7 +138,7 @@ def is_indexable(message: Message) -> bool:
     ephemeral statuses never are. Anything else gets a row, empty when it shows no
     words (R3's hidden JSON), so a message that stops showing text loses its words."""
     if message.role == Role.STATUS:
-        return message.status_type not in EPHEMERAL_STATUS_TYPES
+        return message.status_type not in StatusType.EPHEMERAL
     return message.is_final or message.role != Role.ASSISTANT
 
 

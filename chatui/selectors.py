@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from .models import Conversation, Event, Message
+from .models import Conversation, Event, Message, Role
+from .presenters import is_assistant_shown
 
 VIEW_ANY = "chatui.view_conversation"
 
@@ -44,6 +45,41 @@ def messages_of(conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("position")
 
 
+def conversation_by_pk(conversation_id) -> Conversation | None:
+    return Conversation.objects.filter(pk=conversation_id).first()
+
+
+def messages_by_pk(pks: Iterable[int]) -> QuerySet[Message]:
+    return Message.objects.filter(pk__in=list(pks)).order_by("position")
+
+
+def messages_changed_since(conversation: Conversation, after: int) -> QuerySet[Message]:
+    return Message.objects.filter(conversation=conversation, updated_seq__gt=after)
+
+
+def run_steps(message: Message) -> list[Message]:
+    """The assistant messages of `message`'s run, in order (just `message` outside a run)."""
+    if not message.run_id:
+        return [message]
+    return list(
+        Message.objects.filter(
+            conversation_id=message.conversation_id,
+            role=Role.ASSISTANT,
+            run_id=message.run_id,
+        ).order_by("position")
+    )
+
+
+def run_ended_since(conversation: Conversation, after: int) -> bool:
+    """Did a run complete or fail after `after` (S3: the page then gets a full swap)?"""
+    return Event.objects.filter(
+        conversation=conversation,
+        seq__gt=after,
+        type="agent.status",
+        payload__status__in=["completed", "failed"],
+    ).exists()
+
+
 def events_after(conversation: Conversation, after: int, limit: int = 1000) -> QuerySet[Event]:
     return Event.objects.filter(conversation=conversation, seq__gt=after).order_by("seq")[:limit]
 
@@ -54,8 +90,6 @@ TRANSCRIPT_WINDOW = 200
 def breaks_batch(message: Message) -> bool:
     """What ends a tool batch (G1): a user message or *shown* assistant text.
     Status lines do not: the presenter shows them right after the batch."""
-    from .presenters import is_assistant_shown
-
     if message.role == "user":
         return True
     return message.role == "assistant" and is_assistant_shown(message)

@@ -1,8 +1,22 @@
-from django.contrib import admin
-from django.contrib.auth import views as auth_views
+"""The app's URLs: pages, the API and the health check. A project mounts them all with
+one `path("<prefix>/", include("chatui.urls"))`; reversing uses the namespaces
+`chatui:` (pages) and `api:` (the API), and `healthz`. Login, logout and the admin
+are the project's (config/urls.py)."""
+
 from django.urls import include, path, re_path
 
-from . import api, health
+from . import api, health, views
+
+page_patterns = [
+    path("", views.conversation_list, name="conversation-list"),
+    path("new/", views.new_conversation, name="new-conversation"),
+    path("showcase", views.showcase, name="showcase"),
+    path("c/<uuid:conversation_id>/", views.conversation_page, name="conversation"),
+    path("c/<uuid:conversation_id>/messages", views.send_message, name="send-message"),
+    path("c/<uuid:conversation_id>/transcript", views.transcript_fragment, name="transcript"),
+    path("c/<uuid:conversation_id>/earlier", views.earlier_messages, name="earlier"),
+    path("c/<uuid:conversation_id>/stop", views.stop_run, name="stop-run"),
+]
 
 api_patterns = [
     path("conversations", api.conversations, name="conversations"),
@@ -14,16 +28,9 @@ api_patterns = [
     ),
 ]
 
-# Under /api/ every answer is JSON, Django's own 400s and 404s included.
-handler400 = api.bad_request
-handler404 = api.page_not_found
-
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("api/v1/", include((api_patterns, "api"))),
     re_path(r"^api(?:/|$)", api.not_found),  # unknown API paths answer JSON too
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("admin/", admin.site.urls),
-    path("", include("chatui.web_urls")),
+    path("", include((page_patterns, "chatui"))),
 ]

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import agents, frames, search, selectors, services
+from . import agents, frames, pages, search, selectors, services
 from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
@@ -72,7 +72,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context = _window_context(conversation, anchored.position if anchored else None)
     context["compose_token"] = uuid.uuid4().hex
     context["can_post"] = conversation.owner_id == request.user.pk
-    context["accepts_input"] = frames.composer_open(conversation)
+    context["accepts_input"] = pages.composer_open(conversation)
     return render(request, "chatui/conversation.html", context)
 
 
@@ -81,9 +81,9 @@ def _window_context(conversation: Conversation, around: int | None) -> dict:
     newer messages lie beyond that window, `around` is set: the page says so and links
     to the latest, and appends no live message after the gap (chatui.js)."""
     if around is None:
-        return frames.transcript_context(conversation)
+        return pages.transcript_context(conversation)
     messages, has_earlier = selectors.transcript_window(conversation, around=around)
-    context = frames.transcript_context(conversation, messages, has_earlier=has_earlier)
+    context = pages.transcript_context(conversation, messages, has_earlier=has_earlier)
     if selectors.has_later(conversation, messages):
         context["around"] = around
     return context
@@ -111,7 +111,7 @@ def earlier_messages(request: HttpRequest, conversation_id) -> HttpResponse:
     if before is None:
         return HttpResponse("'before' must be a message position (ASCII digits)", status=400)
     messages, has_earlier = selectors.transcript_window(conversation, before_position=before)
-    context = frames.transcript_context(conversation, messages, has_earlier=has_earlier)
+    context = pages.transcript_context(conversation, messages, has_earlier=has_earlier)
     return render(request, "chatui/_transcript.html#earlier", context)
 
 

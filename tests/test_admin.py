@@ -28,9 +28,9 @@ from chatui import frames, reveal
 from chatui.exporters import export_events, export_messages, export_otlp
 from chatui.ingest import ingest
 from chatui.models import ApiToken, Conversation, Event, Message
-from chatui.presenters import neutralise
 from chatui.selectors import messages_of
 from chatui.serializers import message_to_dict
+from chatui.text import neutralise
 from tests.conftest import FIXTURES
 from tests.support.hostile import hostile_events
 from tests.test_importers import HOSTILE_FILES, spy_on_parser

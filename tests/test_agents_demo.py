@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from chatui.agents import start_run, start_showcase, wait_for_run
 from chatui.agents.base import RunContext, chunk_words
 from chatui.agents.demo import KEYWORDS, DemoAgent, help_text
+from chatui.agents.planner import plan_tools
 from chatui.agents.runner import SHOWCASE_OPENER
 from chatui.agents.tools import (
     SANDBOX_DIR,
@@ -28,11 +29,10 @@ from chatui.agents.tools import (
     Toolbox,
     ToolError,
     params,
-    plan_tools,
     safe_eval,
 )
 from chatui.models import Conversation, Event, Message, Run
-from chatui.presenters import humanise_tool_name
+from chatui.text import humanise_tool_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -372,7 +372,7 @@ def test_an_unreachable_endpoint_fails_the_run(conversation):
 
 
 def test_configuration_comes_from_settings(settings):
-    """chatui/settings.py reads OPENAI_* from the environment once, at start."""
+    """config/settings.py reads OPENAI_* from the environment once, at start."""
     settings.OPENAI_BASE_URL = "http://env.example/v1/"
     settings.OPENAI_MODEL = "settings-model"
     settings.OPENAI_API_KEY = ""

@@ -13,10 +13,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from chatui.asgi import application
-from chatui.consumers import group_name
+from chatui.broadcast import group_name
 from chatui.ingest import ingest
 from chatui.models import Conversation
+from config.asgi import application
 from tests.support.sockets import (  # noqa: F401 — fresh_channel_layer is an autouse fixture
     HOST,
     MARKER,

@@ -38,7 +38,7 @@ def deployment_env(data_dir: Path, **switches: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in SWITCHES}
     return {
         **env,
-        "DJANGO_SETTINGS_MODULE": "chatui.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_SECRET_KEY": get_random_secret_key(),
         "DJANGO_DEBUG": "0",
         "DJANGO_ALLOWED_HOSTS": "chat.example.com",

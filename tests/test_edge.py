@@ -340,7 +340,7 @@ def raw_token(transactional_db) -> str:
 
 @pytest.mark.asyncio
 async def test_edge_middleware_refuses_unauthenticated_api_without_reading(transactional_db):
-    from chatui.asgi import application
+    from config.asgi import application
 
     scope = http_scope("/api/v1/conversations", (b"transfer-encoding", b"chunked"))
     communicator = ApplicationCommunicator(application, scope)
@@ -350,7 +350,7 @@ async def test_edge_middleware_refuses_unauthenticated_api_without_reading(trans
 
 @pytest.mark.asyncio
 async def test_edge_middleware_cuts_a_streamed_body_at_the_limit(small_limits, raw_token):
-    from chatui.asgi import application
+    from config.asgi import application
 
     auth = (b"authorization", f"Bearer {raw_token}".encode())
     scope = http_scope("/api/v1/conversations", auth, (b"transfer-encoding", b"chunked"))
@@ -366,7 +366,7 @@ async def test_edge_middleware_cuts_a_streamed_body_at_the_limit(small_limits, r
 
 @pytest.mark.asyncio
 async def test_edge_middleware_answers_408_when_a_streamed_body_stalls(small_limits, raw_token):
-    from chatui.asgi import application
+    from config.asgi import application
 
     scope = http_scope("/accounts/login/", (b"transfer-encoding", b"chunked"))
     communicator = ApplicationCommunicator(application, scope)

@@ -15,11 +15,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chatui import agents, frames, selectors
-from chatui.asgi import application
 from chatui.events import MAX_SEQ
 from chatui.exporters import EXPORT_FORMATS, export_text
 from chatui.ingest import ingest, reproject
 from chatui.models import Conversation, Event
+from config.asgi import application
 from tests.conftest import load_fixture
 from tests.support.sockets import HOST, ORIGIN
 

@@ -13,7 +13,6 @@ import pytest
 from django.utils.dateparse import parse_datetime
 
 from chatui.presenters import (
-    ZWSP,
     AssistantView,
     StatusView,
     ToolBatchView,
@@ -22,14 +21,12 @@ from chatui.presenters import (
     batch_containing,
     call_line,
     duration_text,
-    format_duration,
-    human_size,
-    humanise_tool_name,
     iter_entries,
     present_batch,
     present_transcript,
     truncate_block,
 )
+from chatui.text import ZWSP, format_duration, human_size, humanise_tool_name
 
 T0 = "2026-01-16T10:00:00Z"
 

@@ -24,8 +24,8 @@ from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
-from ..presenters import clip
 from ..reveal import is_invisible
+from ..text import clip
 
 if TYPE_CHECKING:
     import httpx

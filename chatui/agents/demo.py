@@ -14,12 +14,12 @@ its main part when asked for "showcase" or "everything".
 from __future__ import annotations
 
 import json
-import re
 import time
 
-from ..presenters import humanise_tool_name
+from ..text import first_line, humanise_tool_name
 from .base import AgentError, RunContext, demo_delay, estimate_tokens
-from .tools import Planned, Sandbox, Toolbox, ToolOutcome, first_line, plan_tools
+from .planner import Planned, plan_tools, wants
+from .tools import Sandbox, Toolbox, ToolOutcome
 
 #: (words in the user's message, what the demo does, an example). The order of
 #: the tool rows is the order in which the tools run.
@@ -50,11 +50,6 @@ KEYWORDS: list[tuple[str, str, str]] = [
 ]
 
 
-def _wants(text: str, *words: str) -> bool:
-    lower = text.lower()
-    return any(re.search(rf"\b{re.escape(word)}\b", lower) for word in words)
-
-
 class DemoAgent:
     name = "demo"
     #: Messages sent during a run are acknowledged and folded into its answer.
@@ -66,12 +61,12 @@ class DemoAgent:
 
     async def run(self, ctx: RunContext) -> None:
         text = ctx.user_text
-        if _wants(text, "showcase", "everything"):
+        if wants(text, "showcase", "everything"):
             await showcase_main(ctx, self.toolbox)
             return
         await ctx.thinking("Reading your message…")
         await ctx.pause()
-        if _wants(text, "crash"):
+        if wants(text, "crash"):
             raise AgentError("The demo agent crashed on purpose, as you asked. History is kept.")
         plan = plan_tools(text)
         if not plan:

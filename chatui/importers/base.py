@@ -46,7 +46,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from chatui.events import json_depth
-from chatui.presenters import human_size
+from chatui.text import human_size
 
 IMPORT_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

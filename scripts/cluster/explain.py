@@ -143,7 +143,7 @@ def main() -> int:
     if not base.startswith(("postgres://", "postgresql://")):
         sys.exit("DATABASE_URL must point at PostgreSQL (make run-cluster starts one)")
     url, drop = scratch_database(base)
-    os.environ.update(DATABASE_URL=url, DJANGO_SETTINGS_MODULE="chatui.settings")
+    os.environ.update(DATABASE_URL=url, DJANGO_SETTINGS_MODULE="config.settings")
     os.environ.pop("REDIS_URL", None)  # no viewers here; the in-memory layer will do
     import django
 

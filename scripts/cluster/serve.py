@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPLICATION = "chatui.asgi:application"
+APPLICATION = "config.asgi:application"
 # A process that dies sooner than this after its start is failing, not crashing:
 # after a few such exits in a row, give up instead of restarting it forever.
 QUICK_EXIT_SECONDS = 5.0

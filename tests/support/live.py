@@ -93,7 +93,7 @@ class LiveServer:
     token: str = ""
     process: subprocess.Popen | None = None
     #: The ASGI application daphne serves (the benchmarks serve an instrumented one).
-    application = "chatui.asgi:application"
+    application = "config.asgi:application"
 
     @property
     def url(self) -> str:

@@ -14,7 +14,7 @@ from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from chatui.asgi import application
+from config.asgi import application
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
 HOST = (b"host", b"127.0.0.1")  # the origin check compares Origin with the request's own

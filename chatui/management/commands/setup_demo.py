@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from chatui import agents, services
+from chatui.ingest import ingest
 from chatui.models import Conversation
 
 DEMO_USERNAME = "demo"
@@ -40,8 +41,6 @@ class Command(BaseCommand):
 
     def _first_conversation(self, user) -> None:
         """A real run of the demo agent, so the first page already shows tool cards."""
-        from chatui.ingest import ingest
-
         conversation = services.create_conversation(owner=user)
         ingest(conversation, {"type": "user.message", "content": FIRST_QUESTION})
         settings.CHATUI_DEMO_DELAY = 0  # no need to pace a run nobody is watching

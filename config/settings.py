@@ -1,4 +1,4 @@
-"""Settings for chatui, read from the environment (SPEC §12).
+"""Settings for the chatui project, read from the environment (SPEC §12).
 
 Defaults give a working single-machine install: SQLite in WAL mode with immediate
 transactions (so concurrent writers queue instead of failing with "database is
@@ -8,10 +8,14 @@ locked") and the in-memory channel layer with a raised capacity.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.management.utils import get_random_secret_key
+
+from chatui.conf import DEFAULTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("CHATUI_DATA_DIR", BASE_DIR / "var"))
@@ -29,6 +33,12 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def app_setting(name: str, cast: Callable[[str], Any] = str) -> Any:
+    """An app setting (chatui.conf) from the environment, else the app's default."""
+    value = os.environ.get(name)
+    return DEFAULTS[name] if value is None else cast(value)
 
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
@@ -82,9 +92,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
-ROOT_URLCONF = "chatui.urls"
-ASGI_APPLICATION = "chatui.asgi.application"
-WSGI_APPLICATION = "chatui.wsgi.application"
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -173,9 +183,9 @@ else:
 
 # WebSockets (SEC4). An open socket re-checks its session and permission this often, as
 # a backstop for changes that send no signal (chatui.revocation handles those that do).
-CHATUI_WS_RECHECK_SECONDS = float(os.environ.get("CHATUI_WS_RECHECK_SECONDS", "60"))
+CHATUI_WS_RECHECK_SECONDS = float(app_setting("CHATUI_WS_RECHECK_SECONDS"))
 # Sockets one user may hold open in one server process; more are closed with 4429.
-CHATUI_MAX_SOCKETS_PER_USER = int(os.environ.get("CHATUI_MAX_SOCKETS_PER_USER", "50"))
+CHATUI_MAX_SOCKETS_PER_USER = int(app_setting("CHATUI_MAX_SOCKETS_PER_USER"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -191,7 +201,6 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the finders so a fresh clone works with DEBUG off and no
 # collectstatic step; WhiteNoise still adds caching headers.
 WHITENOISE_USE_FINDERS = True
@@ -221,25 +230,25 @@ if env_bool("CHATUI_BEHIND_TLS_PROXY"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Ingest limits (SEC6).
-CHATUI_MAX_EVENT_BYTES = int(os.environ.get("CHATUI_MAX_EVENT_BYTES", 1024 * 1024))
-CHATUI_MAX_REQUEST_BYTES = int(os.environ.get("CHATUI_MAX_REQUEST_BYTES", 8 * 1024 * 1024))
-CHATUI_MAX_JSON_DEPTH = 64
+CHATUI_MAX_EVENT_BYTES = int(app_setting("CHATUI_MAX_EVENT_BYTES"))
+CHATUI_MAX_REQUEST_BYTES = int(app_setting("CHATUI_MAX_REQUEST_BYTES"))
+CHATUI_MAX_JSON_DEPTH = DEFAULTS["CHATUI_MAX_JSON_DEPTH"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = CHATUI_MAX_REQUEST_BYTES
 
 # Edge limits (chatui.edge): refused as the request arrives, before its body is kept.
 # The API's is CHATUI_MAX_REQUEST_BYTES; forms (login, admin, stop) get this:
-CHATUI_MAX_FORM_BYTES = int(os.environ.get("CHATUI_MAX_FORM_BYTES", 64 * 1024))
+CHATUI_MAX_FORM_BYTES = int(app_setting("CHATUI_MAX_FORM_BYTES"))
 # Form encoding at most triples a message (%XX per non-ASCII byte, \n sent as %0D%0A),
 # so the composer takes every message the event limit takes.
 CHATUI_MAX_COMPOSER_BYTES = 3 * CHATUI_MAX_EVENT_BYTES + CHATUI_MAX_FORM_BYTES
 # A request's headers and body must arrive within this many seconds of its request
 # line; a connection that sends nothing is closed after as long.
-CHATUI_REQUEST_TIMEOUT = float(os.environ.get("CHATUI_REQUEST_TIMEOUT", "30"))
+CHATUI_REQUEST_TIMEOUT = float(app_setting("CHATUI_REQUEST_TIMEOUT"))
 
 # Agents (SPEC §9). `demo` needs nothing; the others read their endpoints from here.
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
-CHATUI_DEMO_DELAY = float(os.environ.get("CHATUI_DEMO_DELAY", "0.35"))
-CHATUI_PUBLIC_URL = os.environ.get("CHATUI_PUBLIC_URL", "http://127.0.0.1:8000")
+CHATUI_DEMO_DELAY = app_setting("CHATUI_DEMO_DELAY", float)
+CHATUI_PUBLIC_URL = app_setting("CHATUI_PUBLIC_URL")
 CHATUI_WEBHOOK_URL = os.environ.get("CHATUI_WEBHOOK_URL", "")
 CHATUI_WEBHOOK_TOKEN = os.environ.get("CHATUI_WEBHOOK_TOKEN", "")
 CHATUI_WEBHOOK_ATTEMPTS = int(os.environ.get("CHATUI_WEBHOOK_ATTEMPTS", "5"))
@@ -256,8 +265,8 @@ CHATUI_OPENAI_TIMEOUT = float(os.environ.get("CHATUI_OPENAI_TIMEOUT", "120"))
 CHATUI_TOOL_TIMEOUT = float(os.environ.get("CHATUI_TOOL_TIMEOUT", "30"))
 
 # Transcript imports (SPEC §9): the largest file and the most events one import may hold.
-CHATUI_IMPORT_MAX_BYTES = int(os.environ.get("CHATUI_IMPORT_MAX_BYTES", 32 * 1024 * 1024))
-CHATUI_IMPORT_MAX_EVENTS = int(os.environ.get("CHATUI_IMPORT_MAX_EVENTS", 100_000))
+CHATUI_IMPORT_MAX_BYTES = int(app_setting("CHATUI_IMPORT_MAX_BYTES"))
+CHATUI_IMPORT_MAX_EVENTS = int(app_setting("CHATUI_IMPORT_MAX_EVENTS"))
 
 LOGGING = {
     "version": 1,

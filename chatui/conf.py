@@ -1,0 +1,45 @@
+"""The app's settings and their defaults.
+
+A host project sets only the `CHATUI_*` settings it wants to change: when the app
+loads (`ChatuiConfig.ready`) every one it reads as `settings.CHATUI_…` and the
+project left out gets its default here. The chatui project (config/settings.py)
+reads each from the environment, with the same defaults. The agents' settings
+(CHATUI_AGENT, CHATUI_WEBHOOK_*, OPENAI_*, …) have their defaults where they are
+read (`chatui.agents.base.setting`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_EVENT_BYTES = 1024 * 1024
+MAX_FORM_BYTES = 64 * 1024
+
+DEFAULTS: dict[str, Any] = {
+    # Ingest limits (SEC6).
+    "CHATUI_MAX_EVENT_BYTES": MAX_EVENT_BYTES,
+    "CHATUI_MAX_REQUEST_BYTES": 8 * 1024 * 1024,
+    "CHATUI_MAX_JSON_DEPTH": 64,
+    # Edge limits (chatui.edge). Form encoding at most triples a message (%XX per
+    # non-ASCII byte, \n sent as %0D%0A), so the composer takes every message the
+    # event limit takes.
+    "CHATUI_MAX_FORM_BYTES": MAX_FORM_BYTES,
+    "CHATUI_MAX_COMPOSER_BYTES": 3 * MAX_EVENT_BYTES + MAX_FORM_BYTES,
+    "CHATUI_REQUEST_TIMEOUT": 30.0,
+    # Sockets (chatui.consumers).
+    "CHATUI_WS_RECHECK_SECONDS": 60.0,
+    "CHATUI_MAX_SOCKETS_PER_USER": 50,
+    # Agents: where a webhook agent is told to post back, and the demo's pace.
+    "CHATUI_PUBLIC_URL": "http://127.0.0.1:8000",
+    "CHATUI_DEMO_DELAY": 0.35,
+    # Transcript imports (SPEC §9).
+    "CHATUI_IMPORT_MAX_BYTES": 32 * 1024 * 1024,
+    "CHATUI_IMPORT_MAX_EVENTS": 100_000,
+}
+
+
+def apply_defaults(settings: Any) -> None:
+    """Give every app setting the project did not define its default."""
+    for name, value in DEFAULTS.items():
+        if not hasattr(settings, name):
+            setattr(settings, name, value)

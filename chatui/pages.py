@@ -1,0 +1,38 @@
+"""Page context shared by the views and the live frames.
+
+What the transcript partials need (the latest window, presented) and the composer
+policy: whether the owner may send now. Both the full page (views) and the frames
+that re-render parts of it read these, so a page and a frame never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import presenters, selectors
+from .agents import accepts_input
+from .models import Conversation, Message
+
+
+def transcript_context(
+    conversation: Conversation,
+    messages: Sequence[Message] | None = None,
+    *,
+    has_earlier: bool = False,
+) -> dict:
+    """What the transcript partials need: the latest window unless `messages` is given."""
+    if messages is None:
+        messages, has_earlier = selectors.transcript_window(conversation)
+    return {
+        "conversation": conversation,
+        "items": presenters.present_transcript(list(messages)),
+        "has_earlier": has_earlier,
+        "first_position": messages[0].position if messages else 0,
+        "last_seq": conversation.last_seq,
+    }
+
+
+def composer_open(conversation: Conversation) -> bool:
+    """May the owner send now? A run that has ended in the log frees the composer even
+    while its task winds down here; a running one only if its agent takes interjections."""
+    return conversation.status != "running" or accepts_input(conversation.pk)

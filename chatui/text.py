@@ -1,0 +1,82 @@
+"""The shared text vocabulary: clipping, neutralising mentions, and how durations,
+sizes, token counts and tool names read (SPEC G7, G10, T1). Presenters, the admin,
+the importers and the agents all say these things the same way through this module.
+"""
+
+from __future__ import annotations
+
+import re
+
+ELLIPSIS = "…"
+ZWSP = "\u200b"
+TOOL_NAME_CHARS = 200  # G10
+
+
+def neutralise(text: str) -> str:
+    """T1: "@" + U+200B can never trigger a mention wherever the text ends up."""
+    return text.replace("@", "@" + ZWSP)
+
+
+def clip(text: str, limit: int) -> str:
+    """Cut to at most `limit` characters, the last one being "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def collapse_newlines(text: str) -> str:
+    return re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", text)
+
+
+def humanise_tool_name(name: str) -> str:
+    """G10: `image_generation` → "Image Generation", `SearchEntities` → "Search Entities"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name)
+    words = [word for word in re.split(r"[\s_\-.:/]+", spaced) if word]
+    if not words:
+        return "Tool"
+    return clip(" ".join(word[0].upper() + word[1:] for word in words), TOOL_NAME_CHARS)
+
+
+def format_duration(ms: float, *, compact: bool = False) -> str:
+    """G7: "250 ms", "1.2 s", "12.3 s", then "2 min 5 s" and "1 h 2 min".
+
+    `compact` drops the spaces before units, for S1's "Assistant · 1.2s".
+    """
+    gap = "" if compact else " "
+    if round(ms) < 1000:
+        return f"{max(0, round(ms))}{gap}ms"
+    seconds = ms / 1000
+    if round(seconds, 1) < 60:
+        return f"{seconds:.1f}{gap}s"
+    whole = round(seconds)
+    if whole < 3600:
+        minutes, secs = divmod(whole, 60)
+        return f"{minutes}{gap}min" + (f" {secs}{gap}s" if secs else "")
+    hours, rest = divmod(whole, 3600)
+    minutes = rest // 60
+    return f"{hours}{gap}h" + (f" {minutes}{gap}min" if minutes else "")
+
+
+def format_elapsed(seconds: float) -> str:
+    """G5: whole seconds for a pending tool ("0 s", "42 s", "1 min 5 s")."""
+    whole = max(0, int(seconds))
+    return f"{whole} s" if whole < 60 else format_duration(whole * 1000)
+
+
+def human_size(size: int) -> str:
+    """ "512 B", "2.3 KB", "1.4 MB" (1 KB = 1024 bytes)."""
+    if size < 1024:
+        return f"{size} B"
+    for unit in ("KB", "MB", "GB"):
+        size /= 1024
+        if size < 1024 or unit == "GB":
+            break
+    return f"{size:.1f} {unit}"
+
+
+def format_tokens(tokens: int) -> str:
+    return f"{tokens:,} token" + ("" if tokens == 1 else "s")
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first line of `text`, clipped to `limit` characters."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return clip(line, limit)
