@@ -238,6 +238,16 @@ CHATUI_REQUEST_TIMEOUT = float(os.environ.get("CHATUI_REQUEST_TIMEOUT", "30"))
 
 # Agents (SPEC §9). `demo` needs nothing; the others read their endpoints from here.
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
+
+# Run workers (SPEC §12.1, README "Run workers"): with CHATUI_RUN_WORKERS=1 a web
+# process only enqueues runs; `manage.py run_worker` processes drive them. A worker
+# touches its runs' heartbeat every HEARTBEAT seconds; a run whose heartbeat is
+# older than LOST seconds (its worker died, or no worker took it) ends failed.
+CHATUI_RUN_WORKERS = env_bool("CHATUI_RUN_WORKERS")
+CHATUI_RUN_HEARTBEAT_SECONDS = float(os.environ.get("CHATUI_RUN_HEARTBEAT_SECONDS", "5"))
+CHATUI_RUN_LOST_SECONDS = float(os.environ.get("CHATUI_RUN_LOST_SECONDS", "30"))
+# How long Stop waits for the worker holding the run before failing the run itself.
+CHATUI_RUN_STOP_WAIT_SECONDS = float(os.environ.get("CHATUI_RUN_STOP_WAIT_SECONDS", "10"))
 CHATUI_DEMO_DELAY = float(os.environ.get("CHATUI_DEMO_DELAY", "0.35"))
 CHATUI_PUBLIC_URL = os.environ.get("CHATUI_PUBLIC_URL", "http://127.0.0.1:8000")
 CHATUI_WEBHOOK_URL = os.environ.get("CHATUI_WEBHOOK_URL", "")
