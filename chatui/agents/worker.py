@@ -37,6 +37,8 @@ from .runner import RunInProgress, RunSpec, db
 
 logger = logging.getLogger(__name__)
 
+RECEIVE_RETRY_SECONDS = 0.5
+
 
 class RunWorker:
     def __init__(self, queue: str = RUN_QUEUE):
@@ -59,7 +61,16 @@ class RunWorker:
 
     async def _listen(self, channel: str) -> None:
         while True:
-            message = await self.layer.receive(channel)
+            try:
+                message = await self.layer.receive(channel)
+            except Exception as problem:
+                # A Redis hiccup (a read timing out on a busy machine) must not end
+                # the worker, and with it every run it drives: listen again.
+                logger.warning(
+                    "run worker: receiving on %s failed (%r); retrying", channel, problem
+                )
+                await asyncio.sleep(RECEIVE_RETRY_SECONDS)
+                continue
             try:
                 await self.handle(message)
             except Exception:
