@@ -45,11 +45,13 @@ clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
 
 # -- cluster mode (SPEC §12.1): PostgreSQL + Redis under var/cluster, N web processes --
-# `make run-cluster WORKERS=4` serves http://$(HOST):$(PORT) from 4 daphne processes;
-# `make stop-cluster` stops them and the databases. `make test-cluster` runs the
+# `make run-cluster WORKERS=4 RUN_WORKERS=2` serves http://$(HOST):$(PORT) from 4 daphne
+# processes, the agent runs going in 2 run workers; `make stop-cluster` stops them all
+# and the databases. `make test-cluster` runs the
 # non-browser suite and tests/cluster/ against PostgreSQL + Redis.
 
 WORKERS ?= 2
+RUN_WORKERS ?= 1
 CLUSTER_DIR := var/cluster
 CLUSTER_PG_PORT ?= 55432
 CLUSTER_REDIS_PORT ?= 56379
@@ -76,7 +78,7 @@ run-cluster: install-cluster
 	@echo "PostgreSQL and Redis keep running after Ctrl-C; 'make stop-cluster' stops them."
 	$(CLUSTER_ENV) REDIS_URL=redis://127.0.0.1:$(CLUSTER_REDIS_PORT)/0 \
 		$(BIN)/python scripts/cluster/serve.py --workers $(WORKERS) \
-		--host $(HOST) --port $(PORT) --run-dir $(CLUSTER_DIR)
+		--run-workers $(RUN_WORKERS) --host $(HOST) --port $(PORT) --run-dir $(CLUSTER_DIR)
 
 stop-cluster:
 	$(CLUSTER_ENV) $(SERVICES) stop

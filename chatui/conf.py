@@ -32,6 +32,11 @@ DEFAULTS: dict[str, Any] = {
     # Agents: where a webhook agent is told to post back, and the demo's pace.
     "CHATUI_PUBLIC_URL": "http://127.0.0.1:8000",
     "CHATUI_DEMO_DELAY": 0.35,
+    # Run workers (SPEC §12.1): off by default, runs then stay in the web process.
+    "CHATUI_RUN_WORKERS": False,
+    "CHATUI_RUN_HEARTBEAT_SECONDS": 5.0,
+    "CHATUI_RUN_LOST_SECONDS": 30.0,
+    "CHATUI_RUN_STOP_WAIT_SECONDS": 10.0,
     # Transcript imports (SPEC §9).
     "CHATUI_IMPORT_MAX_BYTES": 32 * 1024 * 1024,
     "CHATUI_IMPORT_MAX_EVENTS": 100_000,

@@ -211,13 +211,28 @@ class Run(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     error_message = models.TextField(blank=True)
     started_seq = models.PositiveBigIntegerField()
+    # Run workers (chatui.agents.worker): the channel of the worker driving the run
+    # ("" while queued, or when no worker holds it: an in-process or remote run),
+    # its last sign of life (null: nobody watches this run), and whether its agent
+    # takes interjections (so any web process knows whether the composer is open).
+    worker = models.CharField(max_length=200, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    accepts_interjections = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["conversation", "started_seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "run_id"], name="run_id_unique"),
         ]
-        indexes = [models.Index(fields=["conversation", "started_seq"])]
+        indexes = [
+            models.Index(fields=["conversation", "started_seq"]),
+            # The reaper's sweep: running runs with a heartbeat, oldest first.
+            models.Index(
+                fields=["heartbeat_at"],
+                condition=models.Q(status="running", heartbeat_at__isnull=False),
+                name="run_watched_heartbeat",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.run_id} ({self.status})"

@@ -249,6 +249,16 @@ CHATUI_REQUEST_TIMEOUT = float(app_setting("CHATUI_REQUEST_TIMEOUT"))
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
 CHATUI_DEMO_DELAY = app_setting("CHATUI_DEMO_DELAY", float)
 CHATUI_PUBLIC_URL = app_setting("CHATUI_PUBLIC_URL")
+
+# Run workers (SPEC §12.1, README "Run workers"): with CHATUI_RUN_WORKERS=1 a web
+# process only enqueues runs; `manage.py run_worker` processes drive them. A worker
+# touches its runs' heartbeat every HEARTBEAT seconds; a run whose heartbeat is
+# older than LOST seconds (its worker died, or no worker took it) ends failed.
+CHATUI_RUN_WORKERS = env_bool("CHATUI_RUN_WORKERS")
+CHATUI_RUN_HEARTBEAT_SECONDS = app_setting("CHATUI_RUN_HEARTBEAT_SECONDS", float)
+CHATUI_RUN_LOST_SECONDS = app_setting("CHATUI_RUN_LOST_SECONDS", float)
+# How long Stop waits for the worker holding the run before failing the run itself.
+CHATUI_RUN_STOP_WAIT_SECONDS = app_setting("CHATUI_RUN_STOP_WAIT_SECONDS", float)
 CHATUI_WEBHOOK_URL = os.environ.get("CHATUI_WEBHOOK_URL", "")
 CHATUI_WEBHOOK_TOKEN = os.environ.get("CHATUI_WEBHOOK_TOKEN", "")
 CHATUI_WEBHOOK_ATTEMPTS = int(os.environ.get("CHATUI_WEBHOOK_ATTEMPTS", "5"))

@@ -20,7 +20,7 @@ from chatui.agents import start_run, start_showcase, wait_for_run
 from chatui.agents.base import RunContext, chunk_words
 from chatui.agents.demo import KEYWORDS, DemoAgent, help_text
 from chatui.agents.planner import plan_tools
-from chatui.agents.runner import SHOWCASE_OPENER
+from chatui.agents.showcase import SHOWCASE_OPENER
 from chatui.agents.tools import (
     SANDBOX_DIR,
     Sandbox,

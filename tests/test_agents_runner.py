@@ -32,7 +32,7 @@ from chatui.agents import (
 )
 from chatui.agents.demo import DemoAgent
 from chatui.agents.openai import OpenAIAgent
-from chatui.agents.runner import AGENTS
+from chatui.agents.registry import AGENTS
 from chatui.agents.tools import Tool, Toolbox, params
 from chatui.agents.webhook import WebhookAgent
 from chatui.ingest import ingest

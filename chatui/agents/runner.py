@@ -23,6 +23,11 @@ nothing follows it.
 State is per process: `is_running` knows the runs of this process only. A run
 left `running` in the database by a dead process can still be stopped: `stop_run`
 then ingests the `failed` status itself.
+
+Where runs execute: in this process by default (`make run`). With
+`CHATUI_RUN_WORKERS=1` a web process only enqueues them (`chatui.agents.dispatch`)
+and run workers (`chatui.agents.worker`, `manage.py run_worker`) drive them with
+this same code; the public functions below pick the side themselves.
 """
 
 from __future__ import annotations
@@ -40,45 +45,26 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections
-from django.utils.module_loading import import_string
 
 from ..ingest import ingest
 from ..models import Conversation, ConversationStatus, Message, Role, Run, ToolStatus
 from .base import Agent, AgentError, RunContext, RunInProgress, tool_failed_event
+from .registry import AGENTS, get_agent, register_agent
 
 logger = logging.getLogger(__name__)
 
 STOPPED_BY_USER = "stopped by user"
 STOP_TIMEOUT_SECONDS = 30
 
-# -- the agent registry ------------------------------------------------------------
-
-#: name -> dotted path of a zero-argument factory (a class) returning an Agent.
-AGENTS: dict[str, str | Callable[[], Agent]] = {
-    "demo": "chatui.agents.demo.DemoAgent",
-    "showcase": "chatui.agents.demo.ShowcaseAgent",
-    "openai": "chatui.agents.openai.OpenAIAgent",
-    "webhook": "chatui.agents.webhook.WebhookAgent",
-}
+#: Set by a run worker (`chatui.agents.worker`): this process drives runs even
+#: when `CHATUI_RUN_WORKERS` is on.
+HOLDS_RUNS = False
 
 
-def register_agent(name: str, factory: str | Callable[[], Agent]) -> None:
-    AGENTS[name] = factory
-
-
-def get_agent(name: str | None = None) -> Agent:
-    """The agent named `name`, by default `settings.CHATUI_AGENT` ("demo")."""
-    name = name or getattr(settings, "CHATUI_AGENT", "demo") or "demo"
-    factory = AGENTS.get(name)
-    if factory is None:
-        raise ImproperlyConfigured(
-            f"CHATUI_AGENT={name!r} is not a known agent; choose one of: {', '.join(AGENTS)}"
-        )
-    if isinstance(factory, str):
-        factory = import_string(factory)
-    return factory()
+def runs_elsewhere() -> bool:
+    """Do run workers drive this process's runs (it only enqueues them)?"""
+    return bool(getattr(settings, "CHATUI_RUN_WORKERS", False)) and not HOLDS_RUNS
 
 
 # -- database access from async code -----------------------------------------------
@@ -174,6 +160,32 @@ class RunSpec:
     run_id: str
     #: Scripted runs (the showcase) post the user's message themselves.
     post_user_message: bool = False
+    #: The factory options a run worker needs to build the same agent by name.
+    agent_options: dict[str, Any] = field(default_factory=dict)
+
+    def to_message(self) -> dict[str, Any]:
+        """The spec as plain data for the run queue (the agent by its registry name)."""
+        name = getattr(self.agent, "name", "")
+        if AGENTS.get(name) is None:
+            raise RuntimeError(f"agent {name!r} is not registered: run workers cannot build it")
+        return {
+            "agent": name,
+            "agent_options": self.agent_options,
+            "user_text": self.user_text,
+            "run_id": self.run_id,
+            "post_user_message": self.post_user_message,
+        }
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any]) -> RunSpec:
+        options = dict(message.get("agent_options") or {})
+        return cls(
+            get_agent(message["agent"], **options),
+            message["user_text"],
+            message["run_id"],
+            bool(message.get("post_user_message")),
+            options,
+        )
 
 
 @dataclass
@@ -224,37 +236,16 @@ def start_run(
     otherwise it raises `RunInProgress`.
     """
     spec = RunSpec(agent or get_agent(), user_text, run_id or new_run_id())
-    return _launch(conversation, [spec])
+    return launch(conversation, [spec])
 
 
-SHOWCASE_OPENER = (
-    "Show me everything chatui can render.\n"
-    "This second line stays a second line, <b>this</b> stays text, and @everyone stays inert."
-)
-SHOWCASE_FAILURE_PROMPT = "And what does a failed run look like?"
+def launch(conversation: Conversation, specs: list[RunSpec]) -> str:
+    """Drive `specs` one after the other: here, or through the run queue."""
+    if runs_elsewhere():
+        from . import dispatch
 
-
-def start_showcase(
-    conversation: Conversation, *, run_id: str | None = None, delay: float | None = None
-) -> str:
-    """The `/showcase` entry point: two scripted runs in `conversation` that
-    together exercise every render rule of SPEC §4 — the first completes, the
-    second fails (S2). Each posts its own user message. Returns the first run id."""
-    from .demo import ShowcaseAgent
-
-    first = run_id or new_run_id()
-    return _launch(
-        conversation,
-        [
-            RunSpec(ShowcaseAgent(delay=delay), SHOWCASE_OPENER, first, post_user_message=True),
-            RunSpec(
-                ShowcaseAgent(delay=delay, part="failure"),
-                SHOWCASE_FAILURE_PROMPT,
-                f"{first}-2",
-                post_user_message=True,
-            ),
-        ],
-    )
+        return dispatch.enqueue(conversation, specs)
+    return _launch(conversation, specs)
 
 
 _background: asyncio.AbstractEventLoop | None = None
@@ -420,6 +411,10 @@ async def stop_run(conversation_id: Any, reason: str = STOPPED_BY_USER) -> str |
     when nothing was running. A run that is `running` in the database with no
     task in this process (a webhook runtime's, or one orphaned by a restart) is
     marked failed the same way."""
+    if runs_elsewhere():
+        from . import dispatch
+
+        return await dispatch.stop(conversation_id, reason)
     handle = _RUNS.get(_key(conversation_id))
     if handle is not None and not handle.done:
         return await _on_loop_of(handle.task, _stop_task, handle, reason)
@@ -442,38 +437,77 @@ async def _stop_task(handle: _Handle, reason: str) -> str:
 
 
 def _fail_orphaned_run(conversation_id: Any, reason: str) -> str | None:
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
-    if conversation is None:
-        return None
-    run = Run.objects.filter(conversation=conversation).last()
+    run = Run.objects.filter(conversation_id=conversation_id).last()
     if run is None or run.status != ConversationStatus.RUNNING:
         return None
-    closing = _closing_events(conversation.pk, run.run_id, reason)
+    return fail_run(run, reason)
+
+
+def fail_run(run: Run, reason: str, *, tag: str = "stop") -> str | None:
+    """End `run`, driven by no task of this process, as failed with `reason`,
+    closing what it left open. Event ids are `{run_id}.{tag}.{n}`, so two
+    processes failing the same run for the same cause store it once. Returns the
+    run id, or None when the run had already ended."""
+    from ..ingest import EventError
+
+    closing = _closing_events(run.conversation_id, run.run_id, reason)
     closing.append({"type": "agent.status", "status": "failed", "error_message": reason})
-    ingest(
-        conversation,
-        [
-            {**event, "run_id": run.run_id, "event_id": f"{run.run_id}.stop.{number}"}
-            for number, event in enumerate(closing, start=1)
-        ],
-    )
+    events = [
+        {**event, "run_id": run.run_id, "event_id": f"{run.run_id}.{tag}.{number}"}
+        for number, event in enumerate(closing, start=1)
+    ]
+    try:
+        ingest(run.conversation, events)
+    except EventError:
+        # Another process ended it at the same moment, with other closing events.
+        if _run_status(run.conversation_id, run.run_id) == ConversationStatus.RUNNING:
+            raise
+        return None
     return run.run_id
 
 
 def is_running(conversation_id: Any) -> bool:
-    """Is a run of this process going in the conversation?"""
-    handle = _RUNS.get(_key(conversation_id))
-    return handle is not None and not handle.done
+    """Is a run going in the conversation (driven by this process, or by a run
+    worker when this process only enqueues)?"""
+    return current_run_id(conversation_id) is not None
 
 
 def current_run_id(conversation_id: Any) -> str | None:
+    if runs_elsewhere():
+        from . import dispatch
+
+        return dispatch.current_run_id(conversation_id)
     handle = _RUNS.get(_key(conversation_id))
     return handle.run_id if handle is not None and not handle.done else None
+
+
+def held_runs() -> list[tuple[str, str, bool]]:
+    """(conversation id, run id, accepts interjections) of the runs this process drives."""
+    return [
+        (handle.conversation_id, handle.run_id, bool(handle.agent.accepts_interjections))
+        for handle in list(_RUNS.values())
+        if not handle.done
+    ]
+
+
+def interject(conversation_id: Any, text: str) -> str | None:
+    """Hand `text` to the conversation's run here, if it takes it; its run id."""
+    handle = _RUNS.get(_key(conversation_id))
+    if handle is None or handle.done or handle.stop_reason is not None:
+        return None
+    if not handle.agent.accepts_interjections:
+        return None
+    handle.interject(text)
+    return handle.run_id
 
 
 def accepts_input(conversation_id: Any) -> bool:
     """May the composer send now? Yes when idle, or when the running agent
     accepts interjections. The view checks this before ingesting the message."""
+    if runs_elsewhere():
+        from . import dispatch
+
+        return dispatch.accepts_input(conversation_id)
     handle = _RUNS.get(_key(conversation_id))
     if handle is None or handle.done:
         return True
@@ -482,6 +516,10 @@ def accepts_input(conversation_id: Any) -> bool:
 
 async def wait_for_run(conversation_id: Any, timeout: float | None = None) -> bool:
     """Wait until the conversation's current run task ends. True if it did."""
+    if runs_elsewhere():
+        from . import dispatch
+
+        return await dispatch.wait_for_run(conversation_id, timeout)
     handle = _RUNS.get(_key(conversation_id))
     if handle is None or handle.task is None:
         return True
@@ -498,13 +536,14 @@ __all__ = [
     "STOPPED_BY_USER",
     "AgentError",
     "RunInProgress",
+    "RunSpec",
     "accepts_input",
     "current_run_id",
     "get_agent",
     "is_running",
+    "launch",
     "register_agent",
     "start_run",
-    "start_showcase",
     "stop_run",
     "wait_for_run",
 ]

@@ -112,7 +112,7 @@ stop_pidfile() {  # stop_pidfile FILE NAME: SIGTERM the process, wait until it i
 }
 
 stop() {
-  stop_pidfile "$CLUSTER_DIR/web.pid" "web processes"
+  stop_pidfile "$CLUSTER_DIR/web.pid" "web processes and run workers"
   if pg_running; then
     as_pg "$(pg_bin)/pg_ctl" -D "$(pg_data)" -m fast -w stop >/dev/null
     log "PostgreSQL stopped"

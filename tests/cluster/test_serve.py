@@ -43,8 +43,8 @@ def answers(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """serve.py with 2 processes on one port, on a migrated database of its own.
-    (The last test using it stops it.)"""
+    """serve.py with 2 web processes on one port and 1 run worker, on a migrated
+    database of its own. (The last test using it stops it.)"""
     tmp_path = tmp_path_factory.mktemp("cluster")
     database = LiveServer(tmp_path / "data")
     database.prepare()
@@ -54,6 +54,7 @@ def cluster(tmp_path_factory):
             sys.executable,
             str(SERVE),
             "--workers=2",
+            "--run-workers=1",
             f"--port={port}",
             f"--run-dir={tmp_path}",
         ],
@@ -82,7 +83,7 @@ def test_healthz_names_postgresql_and_redis(cluster):
     assert body["channel_layer"] == {"ok": True, "backend": "redis"}
 
 
-def test_two_processes_share_one_port_and_a_dead_one_is_replaced(cluster):
+def test_two_processes_share_one_port_and_a_dead_one_or_run_worker_is_replaced(cluster):
     url, run_dir, supervisor = cluster
     pids = {read_pid(run_dir / "web-1.pid"), read_pid(run_dir / "web-2.pid")}
     assert len(pids) == 2 and all(alive(pid) for pid in pids)
@@ -101,9 +102,17 @@ def test_two_processes_share_one_port_and_a_dead_one_is_replaced(cluster):
     wait_for(lambda: answers(url), "the cluster to answer again")
 
     pids.add(read_pid(run_dir / "web-1.pid"))
+    worker = read_pid(run_dir / "run-worker-1.pid")
+    assert alive(worker)
+    os.kill(worker, signal.SIGKILL)
+    wait_for(
+        lambda: read_pid(run_dir / "run-worker-1.pid") not in (0, worker),
+        "the supervisor to start a new run worker",
+    )
+    pids |= {worker, read_pid(run_dir / "run-worker-1.pid")}
     supervisor.send_signal(signal.SIGTERM)
     assert supervisor.wait(timeout=PATIENCE) == 0
-    assert not list(run_dir.glob("web*.pid"))
+    assert not list(run_dir.glob("*.pid"))
     assert not any(alive(pid) for pid in pids)
 
 
