@@ -99,6 +99,7 @@ class AssistantView:
     timestamp: datetime
     timestamp_iso: str
     updated_seq: int
+    validation: str | None = None  # T2: an old <validation> block, shown as its own block
 
 
 @dataclass(frozen=True)
@@ -808,12 +809,18 @@ def present_user(message: Message) -> UserView:
     )
 
 
+#: T2: an assistant message that is one legacy `<validation>` block, as the importer keeps it.
+VALIDATION_BLOCK = re.compile(r"<validation>(?P<text>.*)</validation>", re.DOTALL)
+
+
 def present_assistant(message: Message, meta: str | None = None) -> AssistantView:
+    validation = VALIDATION_BLOCK.fullmatch(message.content.strip()) if message.is_final else None
     return AssistantView(
         dom_id=message.dom_id,
         pk=message.pk,
         message_id=message.message_id,
-        html=render_markdown(message.content),
+        validation=validation.group("text").strip() if validation else None,
+        html=SafeString("") if validation else render_markdown(message.content),
         is_streaming=not message.is_final,
         meta_line=meta,
         run_id=message.run_id,
