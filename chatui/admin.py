@@ -739,3 +739,169 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_active and request.user.is_superuser
+
+
+# =====================================================================================
+# T3 (issue 11): secrets masked everywhere the admin shows tool text; holders of
+# chatui.view_secrets may reveal ONE entry, and each reveal is recorded.
+# Additive on purpose (admin.py is being split into a package): the lead moves this
+# section as it is. It wraps the methods above rather than editing them.
+# =====================================================================================
+
+import copy  # noqa: E402
+import functools  # noqa: E402
+
+from django.shortcuts import get_object_or_404  # noqa: E402
+from django.views.decorators.http import require_POST  # noqa: E402
+
+from .exporters import masked_event  # noqa: E402
+from .models import SecretReveal  # noqa: E402
+from .secrets import mask_text, mask_value  # noqa: E402
+
+VIEW_SECRETS = "chatui.view_secrets"
+
+
+def masked_message(message: Message) -> Message:
+    """An unsaved copy of a tool message with its tool text masked (T3), as the
+    page's presenter masks it; other messages are returned as they are."""
+    if message.role != Role.TOOL:
+        return message
+    masked = copy.copy(message)
+    masked.metadata = mask_value(message.metadata or {})
+    masked.content = mask_text(message.content)
+    return masked
+
+
+def _shows_masked(method):
+    """An admin display method that sees the masked copy of its message."""
+
+    @functools.wraps(method)
+    def shown(self, obj):
+        return method(self, masked_message(obj))
+
+    return shown
+
+
+_unmasked_tool_call_row = ConversationAdmin._tool_call_row
+
+
+def _masked_tool_call_row(message: Message, user) -> dict[str, Any]:
+    row = _unmasked_tool_call_row(masked_message(message), user)
+    row["reveal_url"] = (
+        reverse("admin:chatui_conversation_reveal", args=[message.conversation_id, message.pk])
+        if user.has_perm(VIEW_SECRETS)
+        else None
+    )
+    return row
+
+
+ConversationAdmin._tool_call_row = staticmethod(_masked_tool_call_row)
+for _name in ("content_excerpt", "content_shown", "metadata_shown"):
+    setattr(MessageAdmin, _name, _shows_masked(getattr(MessageAdmin, _name)))
+EventAdmin.payload_shown = functools.wraps(EventAdmin.payload_shown)(
+    lambda self, obj: pretty_json(masked_event(obj.payload))
+)
+
+
+def _export_response(self, request, queryset, format: str) -> HttpResponse:
+    """Exports mask secrets unless the exporting user holds chatui.view_secrets."""
+    reveal = request.user.has_perm(VIEW_SECRETS)
+    with _revealing(reveal):
+        return _unmasked_export_response(self, queryset, format)
+
+
+_unmasked_export_response = ConversationAdmin.export_response
+_reveal_exports = [False]
+
+
+class _revealing:
+    """`export_text` as the admin's export actions call it, revealing or not."""
+
+    def __init__(self, reveal: bool):
+        self.reveal = reveal
+
+    def __enter__(self):
+        _reveal_exports.append(self.reveal)
+
+    def __exit__(self, *exc):
+        _reveal_exports.pop()
+
+
+def _export_text(conversation: Conversation, format: str) -> str:
+    from . import exporters
+
+    return exporters.export_text(conversation, format, reveal=_reveal_exports[-1])
+
+
+export_text = _export_text  # noqa: F811 — the name export_response looks up at call time
+
+for _format in EXPORT_FORMATS:
+
+    def _action(self, request, queryset, _format=_format):
+        return _export_response(self, request, queryset, _format)
+
+    _original = getattr(ConversationAdmin, f"export_{_format}")
+    setattr(ConversationAdmin, f"export_{_format}", functools.wraps(_original)(_action))
+
+
+@require_POST
+def reveal_secret_view(
+    model_admin: ConversationAdmin, request: HttpRequest, object_id: str, message_pk: int
+) -> HttpResponse:
+    """One tool entry's args/result/details/error unmasked, recorded as a SecretReveal.
+    POST (CSRF-checked by admin_view) so that a link or a prefetch never reveals."""
+    if not request.user.has_perm(VIEW_SECRETS):
+        raise PermissionDenied
+    conversation = model_admin.get_object(request, unquote(object_id))
+    if conversation is None or not model_admin.has_view_permission(request, conversation):
+        raise PermissionDenied
+    message = get_object_or_404(Message, pk=message_pk, conversation=conversation, role=Role.TOOL)
+    SecretReveal.objects.create(
+        user=request.user,
+        message=message,
+        conversation=conversation,
+        message_key=message.message_id,
+    )
+    meta = message.metadata or {}
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Revealed: {message.tool_name}",
+        "conversation": conversation,
+        "message": message,
+        "tool_name": reveal_invisible(message.tool_name),
+        "args": pretty_json(meta["args"]) if "args" in meta else None,
+        "args_summary": reveal_invisible(meta.get("args_summary") or ""),
+        "result": revealed_block(message.content) if message.content else None,
+        "error": revealed_block(meta["tool_error"]) if meta.get("tool_error") else None,
+        "details": pretty_json(meta["details"]) if "details" in meta else None,
+        "back_url": reverse("admin:chatui_conversation_change", args=[conversation.pk]),
+    }
+    return TemplateResponse(request, "admin/chatui/secret_reveal.html", context)
+
+
+_base_get_urls = ConversationAdmin.get_urls
+
+
+def _get_urls(self):
+    view = self.admin_site.admin_view(functools.partial(reveal_secret_view, self))
+    return [
+        path(
+            "<path:object_id>/reveal/<int:message_pk>/",
+            view,
+            name="chatui_conversation_reveal",
+        ),
+        *_base_get_urls(self),
+    ]
+
+
+ConversationAdmin.get_urls = _get_urls
+
+
+@admin.register(SecretReveal)
+class SecretRevealAdmin(ReadOnlyAdmin):
+    """Who revealed which entry, when: listed, never added, changed or deleted here."""
+
+    list_display = ("at", "user", "conversation", "message_key")
+    list_filter = ("user",)
+    ordering = ("-at",)
+    fields = ("at", "user", "conversation", "message_key", "message")
