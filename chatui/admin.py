@@ -846,7 +846,7 @@ for _format in EXPORT_FORMATS:
 
 @require_POST
 def reveal_secret_view(
-    model_admin: ConversationAdmin, request: HttpRequest, object_id: str, message_pk: int
+    request: HttpRequest, object_id: str, message_pk: int, *, model_admin: ConversationAdmin
 ) -> HttpResponse:
     """One tool entry's args/result/details/error unmasked, recorded as a SecretReveal.
     POST (CSRF-checked by admin_view) so that a link or a prefetch never reveals."""
@@ -883,7 +883,7 @@ _base_get_urls = ConversationAdmin.get_urls
 
 
 def _get_urls(self):
-    view = self.admin_site.admin_view(functools.partial(reveal_secret_view, self))
+    view = self.admin_site.admin_view(functools.partial(reveal_secret_view, model_admin=self))
     return [
         path(
             "<path:object_id>/reveal/<int:message_pk>/",
