@@ -210,6 +210,7 @@ class ToolBatchView:
     running_count: int
     open: bool
     updated_seq: int
+    skipped_text: str | None = None  # "1 skipped" (SPEC §2), muted
 
 
 Item = UserView | AssistantView | StatusView | ToolBatchView
@@ -488,6 +489,14 @@ KIND_ROWS = {
 }
 
 
+#: [001] details without `kind`: the first of these whose keys it has.
+KIND_BY_KEYS = (
+    (("exit_code", "command"), "command"),
+    (("url", "status_code"), "fetch"),
+    (("path",), "file"),
+)
+
+
 def present_kind(details: Any) -> KindView | None:
     """G9 by details.kind; unknown kinds are "custom"; unknown keys are ignored.
 
@@ -498,6 +507,8 @@ def present_kind(details: Any) -> KindView | None:
         return None
     given = details.get("kind")
     kind = given if isinstance(given, str) and given in KIND_ROWS else "custom"
+    if given is None:  # [001] no kind: read by its keys
+        kind = next((k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)), kind)
     rows: list[KindRow] = []
     if details.get("summary") is not None:
         rows.append(KindRow("Summary", _kind_text(details["summary"])))
@@ -720,10 +731,17 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
         has_error=failed > 0,
         failed_count=failed,
         failed_text=f"{failed} failed" if failed else None,
+        skipped_text=_skipped_text(every),
         running_count=sum(entry.is_pending for entry in every),
         open=failed > 0,  # G6: a batch holding an error renders expanded
         updated_seq=max(entry.updated_seq for entry in every),
     )
+
+
+def _skipped_text(entries: list[ToolEntryView]) -> str | None:
+    """SPEC §2: skipped is its own outcome, counted beside "N failed"."""
+    skipped = sum(entry.is_skipped for entry in entries)
+    return f"{skipped} skipped" if skipped else None
 
 
 # -- users, assistants, statuses ----------------------------------------------------
