@@ -28,6 +28,7 @@ Untrusted text is escaped everywhere: whatever is marked safe here is built by
 
 from __future__ import annotations
 
+import copy
 import io
 import uuid
 import zipfile
@@ -43,14 +44,16 @@ from django.db import transaction
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
 
 from . import presenters, search, selectors, services
-from .exporters import EXPORT_FORMATS, export_text
+from .exporters import EXPORT_FORMATS, export_text, masked_event
 from .importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
 from .importers.base import max_import_bytes
 from .ingest import reproject
@@ -61,9 +64,11 @@ from .models import (
     Message,
     Role,
     Run,
+    SecretReveal,
     ToolStatus,
 )
 from .reveal import pretty_json, reveal_invisible, reveal_items, reveal_text, revealed_block
+from .secrets import mask_text, mask_value
 from .text import clip, collapse_newlines, human_size
 
 admin.site.site_header = "chatui audit"
@@ -74,6 +79,21 @@ admin.site.index_title = "Transcripts and their event logs"
 #: window never cuts a tool batch in two). Exports hold everything.
 TRANSCRIPT_LIMIT = 1000
 LIST_TEXT_CHARS = 120
+#: Holders may reveal one tool entry's secrets; each reveal is recorded (T3).
+VIEW_SECRETS = "chatui.view_secrets"
+
+
+def masked_message(message: Message) -> Message:
+    """An unsaved copy of a tool message with its tool text masked (T3), as the
+    page's presenter masks it; other messages are returned as they are."""
+    if message.role != Role.TOOL:
+        return message
+    masked = copy.copy(message)
+    masked.metadata = mask_value(message.metadata or {})
+    masked.content = mask_text(message.content)
+    return masked
+
+
 ERROR_Q = Q(role=Role.TOOL, tool_status=ToolStatus.ERROR) | Q(role=Role.STATUS, status_type="error")
 
 
@@ -416,9 +436,18 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @staticmethod
     def _tool_call_row(message: Message, user) -> dict[str, Any]:
+        """The audit row of one tool call, its tool text masked (T3); holders of
+        chatui.view_secrets get the form that reveals it (and records that they did)."""
+        reveal_url = (
+            reverse("admin:chatui_conversation_reveal", args=[message.conversation_id, message.pk])
+            if user.has_perm(VIEW_SECRETS)
+            else None
+        )
+        message = masked_message(message)
         meta = message.metadata or {}
         return {
             "pk": message.pk,
+            "reveal_url": reveal_url,
             "url": (
                 reverse("admin:chatui_message_change", args=[message.pk])
                 if user.has_perm("chatui.view_message")
@@ -440,15 +469,20 @@ class ConversationAdmin(admin.ModelAdmin):
 
     # -- actions -----------------------------------------------------------------------
 
-    def export_response(self, queryset: QuerySet[Conversation], format: str) -> HttpResponse:
+    def export_response(
+        self, request: HttpRequest, queryset: QuerySet[Conversation], format: str
+    ) -> HttpResponse:
         """One conversation: its file. Several: a zip holding one file per conversation,
-        named `conversation-<id>-<suffix>`, oldest conversation first."""
+        named `conversation-<id>-<suffix>`, oldest conversation first. Secrets are
+        masked unless the exporting user holds chatui.view_secrets (T3)."""
         content_type, suffix = EXPORT_FORMATS[format]
+        reveal = request.user.has_perm(VIEW_SECRETS)
         conversations = list(queryset.order_by("created_at"))
         if len(conversations) == 1:
             conversation = conversations[0]
             response = HttpResponse(
-                export_text(conversation, format), content_type=f"{content_type}; charset=utf-8"
+                export_text(conversation, format, reveal=reveal),
+                content_type=f"{content_type}; charset=utf-8",
             )
             filename = f"conversation-{conversation.pk}-{suffix}"
         else:
@@ -457,7 +491,7 @@ class ConversationAdmin(admin.ModelAdmin):
                 for conversation in conversations:
                     archive.writestr(
                         f"conversation-{conversation.pk}-{suffix}",
-                        export_text(conversation, format),
+                        export_text(conversation, format, reveal=reveal),
                     )
             response = HttpResponse(buffer.getvalue(), content_type="application/zip")
             filename = f"chatui-{len(conversations)}-conversations-{suffix}.zip"
@@ -466,15 +500,15 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Export selected: canonical messages (JSON)")
     def export_messages(self, request, queryset):
-        return self.export_response(queryset, "messages")
+        return self.export_response(request, queryset, "messages")
 
     @admin.action(description="Export selected: raw events (JSONL)")
     def export_events(self, request, queryset):
-        return self.export_response(queryset, "events")
+        return self.export_response(request, queryset, "events")
 
     @admin.action(description="Export selected: OpenTelemetry spans (OTLP JSON)")
     def export_otlp(self, request, queryset):
-        return self.export_response(queryset, "otlp")
+        return self.export_response(request, queryset, "otlp")
 
     @admin.action(
         description="Re-project messages and runs from the event log", permissions=["reproject"]
@@ -505,8 +539,46 @@ class ConversationAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(self.import_view),
                 name="{}_{}_import".format(*info),
             ),
+            path(
+                "<path:object_id>/reveal/<int:message_pk>/",
+                self.admin_site.admin_view(require_POST(self.reveal_view)),
+                name="{}_{}_reveal".format(*info),
+            ),
             *super().get_urls(),
         ]
+
+    def reveal_view(self, request: HttpRequest, object_id: str, message_pk: int) -> HttpResponse:
+        """One tool entry's args/result/details/error unmasked, recorded as a SecretReveal.
+        POST (CSRF-checked by admin_view) so that a link or a prefetch never reveals."""
+        if not request.user.has_perm(VIEW_SECRETS):
+            raise PermissionDenied
+        conversation = self.get_object(request, unquote(object_id))
+        if conversation is None or not self.has_view_permission(request, conversation):
+            raise PermissionDenied
+        message = get_object_or_404(
+            Message, pk=message_pk, conversation=conversation, role=Role.TOOL
+        )
+        SecretReveal.objects.create(
+            user=request.user,
+            message=message,
+            conversation=conversation,
+            message_key=message.message_id,
+        )
+        meta = message.metadata or {}
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Revealed: {message.tool_name}",
+            "conversation": conversation,
+            "message": message,
+            "tool_name": reveal_invisible(message.tool_name),
+            "args": pretty_json(meta["args"]) if "args" in meta else None,
+            "args_summary": reveal_invisible(meta.get("args_summary") or ""),
+            "result": revealed_block(message.content) if message.content else None,
+            "error": revealed_block(meta["tool_error"]) if meta.get("tool_error") else None,
+            "details": pretty_json(meta["details"]) if "details" in meta else None,
+            "back_url": reverse("admin:chatui_conversation_change", args=[conversation.pk]),
+        }
+        return TemplateResponse(request, "admin/chatui/secret_reveal.html", context)
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_import_permission(request):
@@ -603,7 +675,7 @@ class EventAdmin(ConversationScopedAdmin):
 
     @admin.display(description="payload")
     def payload_shown(self, obj):
-        return pretty_json(obj.payload)
+        return pretty_json(masked_event(obj.payload))
 
 
 @admin.register(Message)
@@ -659,15 +731,16 @@ class MessageAdmin(ConversationScopedAdmin):
 
     @admin.display(description="content")
     def content_excerpt(self, obj):
-        return reveal_invisible(clip(collapse_newlines(obj.content), LIST_TEXT_CHARS))
+        content = masked_message(obj).content
+        return reveal_invisible(clip(collapse_newlines(content), LIST_TEXT_CHARS))
 
     @admin.display(description="content")
     def content_shown(self, obj):
-        return revealed_block(obj.content)
+        return revealed_block(masked_message(obj).content)
 
     @admin.display(description="metadata")
     def metadata_shown(self, obj):
-        return pretty_json(obj.metadata)
+        return pretty_json(masked_message(obj).metadata)
 
 
 @admin.register(Run)
@@ -738,3 +811,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_active and request.user.is_superuser
+
+
+@admin.register(SecretReveal)
+class SecretRevealAdmin(ReadOnlyAdmin):
+    """Who revealed which entry, when: listed, never added, changed or deleted here."""
+
+    list_display = ("at", "user", "conversation", "message_key")
+    list_filter = ("user",)
+    ordering = ("-at",)
+    fields = ("at", "user", "conversation", "message_key", "message")

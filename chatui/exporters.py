@@ -35,6 +35,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 from collections.abc import Iterator
@@ -45,6 +46,7 @@ from django.db.models import Max, Min
 
 from .events import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from .models import Conversation, Event, Message, Role, Run, ToolStatus
+from .secrets import mask_text, mask_value
 from .selectors import messages_of
 from .serializers import conversation_to_dict, event_to_input, message_to_dict
 
@@ -65,19 +67,62 @@ RESOURCE_ATTRIBUTES = {"service.name": "chatui"}
 # -- messages and events --------------------------------------------------------
 
 
-def export_messages(conversation: Conversation) -> dict[str, Any]:
-    """The canonical messages of seed 000, with the conversation."""
+#: T3: the fields of a logged event that carry tool text (args, results, errors,
+#: details, progress), in chatui's vocabulary and AgentSpine's extras.
+TOOL_TEXT_FIELDS = frozenset(
+    {
+        "args",
+        "args_summary",
+        "result",
+        "error",
+        "details",
+        "output",
+        "partial",
+        "result_preview",
+        "tool_results_preview",
+        "tool_calls",
+    }
+)
+
+
+def masked_message(data: dict[str, Any]) -> dict[str, Any]:
+    """T3: a canonical tool message with secrets masked as the page shows them
+    (the same `mask_value`/`mask_text` as `presenters.present_tool_entry`)."""
+    if data.get("role") != "tool":
+        return data
+    masked = {**data, "content": mask_text(data.get("content", ""))}
+    if "metadata" in data:
+        masked["metadata"] = mask_value(data["metadata"])
+    return masked
+
+
+def masked_event(data: dict[str, Any]) -> dict[str, Any]:
+    """T3: an exported event with the secrets in its tool text masked."""
+    masked = {
+        key: mask_value(value) if key in TOOL_TEXT_FIELDS else value for key, value in data.items()
+    }
+    if data.get("type") == "agent.tool.progress" and isinstance(data.get("message"), str):
+        masked["message"] = mask_text(data["message"])
+    return masked
+
+
+def export_messages(conversation: Conversation, *, reveal: bool = False) -> dict[str, Any]:
+    """The canonical messages of seed 000, with the conversation; tool secrets
+    masked unless `reveal` (the exporting user holds chatui.view_secrets)."""
+    shown = message_to_dict if reveal else lambda message: masked_message(message_to_dict(message))
     return {
         "conversation": conversation_to_dict(conversation),
-        "messages": [message_to_dict(message) for message in messages_of(conversation)],
+        "messages": [shown(message) for message in messages_of(conversation)],
     }
 
 
-def export_events(conversation: Conversation) -> Iterator[dict[str, Any]]:
-    """The event log in seq order, each event as a runtime would post it."""
+def export_events(conversation: Conversation, *, reveal: bool = False) -> Iterator[dict[str, Any]]:
+    """The event log in seq order, each event as a runtime would post it; tool
+    secrets masked unless `reveal` (the log itself keeps what was sent)."""
     events = Event.objects.filter(conversation=conversation).order_by("seq")
     for event in events.iterator(chunk_size=1000):
-        yield event_to_input(event)
+        data = event_to_input(event)
+        yield data if reveal else masked_event(data)
 
 
 # -- OpenTelemetry --------------------------------------------------------------
@@ -130,13 +175,15 @@ def _status(code: int, message: str = "") -> dict[str, Any]:
     return status
 
 
-def export_otlp(conversation: Conversation) -> dict[str, Any]:
+def export_otlp(conversation: Conversation, *, reveal: bool = False) -> dict[str, Any]:
     """The conversation's runs and tool calls as OTLP/JSON trace data."""
     conversation_id = str(conversation.pk)
     spans_by_run = _run_windows(conversation)
     tools = list(
         Message.objects.filter(conversation=conversation, role=Role.TOOL).order_by("position")
     )
+    if not reveal:
+        tools = [_masked_tool(tool) for tool in tools]
     for tool in tools:
         if tool.run_id not in spans_by_run:  # a tool whose events carried no run_id
             spans_by_run[tool.run_id] = (tool.timestamp, tool.timestamp)
@@ -161,6 +208,15 @@ def export_otlp(conversation: Conversation) -> dict[str, Any]:
             }
         ]
     }
+
+
+def _masked_tool(tool: Message) -> Message:
+    """T3: an unsaved copy of a tool message with its args, result, error and
+    details masked, for the span attributes (exporters only read)."""
+    masked = copy.copy(tool)
+    masked.metadata = mask_value(tool.metadata or {})
+    masked.content = mask_text(tool.content)
+    return masked
 
 
 def _run_windows(conversation: Conversation) -> dict[str, tuple[datetime, datetime]]:
@@ -325,25 +381,32 @@ def _tool_span(
 # -- files ------------------------------------------------------------------------
 
 
-def iter_export(conversation: Conversation, format: str) -> Iterator[str]:
-    """The export as text chunks (the events export streams line by line)."""
+def iter_export(conversation: Conversation, format: str, *, reveal: bool = False) -> Iterator[str]:
+    """The export as text chunks (the events export streams line by line).
+    T3: secrets in tool text are masked unless `reveal`."""
     if format == "messages":
-        yield json.dumps(export_messages(conversation), indent=2, ensure_ascii=False) + "\n"
+        document = export_messages(conversation, reveal=reveal)
+        yield json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     elif format == "events":
-        for event in export_events(conversation):
+        for event in export_events(conversation, reveal=reveal):
             yield json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
     elif format == "otlp":
-        yield json.dumps(export_otlp(conversation), indent=2, ensure_ascii=False) + "\n"
+        yield (
+            json.dumps(export_otlp(conversation, reveal=reveal), indent=2, ensure_ascii=False)
+            + "\n"
+        )
     else:
         raise ValueError(
             f"unknown export format '{format}'; the formats are: {', '.join(EXPORT_FORMATS)}"
         )
 
 
-def export_text(conversation: Conversation, format: str) -> str:
-    return "".join(iter_export(conversation, format))
+def export_text(conversation: Conversation, format: str, *, reveal: bool = False) -> str:
+    return "".join(iter_export(conversation, format, reveal=reveal))
 
 
-def write_export(conversation: Conversation, format: str, stream: IO[str]) -> None:
-    for chunk in iter_export(conversation, format):
+def write_export(
+    conversation: Conversation, format: str, stream: IO[str], *, reveal: bool = False
+) -> None:
+    for chunk in iter_export(conversation, format, reveal=reveal):
         stream.write(chunk)

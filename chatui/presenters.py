@@ -107,6 +107,7 @@ class AssistantView:
     timestamp: datetime
     timestamp_iso: str
     updated_seq: int
+    validation: str | None = None  # T2: an old <validation> block, shown as its own block
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ class ToolBatchView:
     running_count: int
     open: bool
     updated_seq: int
+    skipped_text: str | None = None  # "1 skipped" (SPEC §2), muted
 
 
 Item = UserView | AssistantView | StatusView | ToolBatchView
@@ -431,6 +433,14 @@ KIND_ROWS = {
 }
 
 
+#: [001] details without `kind`: the first of these whose keys it has.
+KIND_BY_KEYS = (
+    (("exit_code", "command"), "command"),
+    (("url", "status_code"), "fetch"),
+    (("path",), "file"),
+)
+
+
 def present_kind(details: Any) -> KindView | None:
     """G9 by details.kind; unknown kinds are "custom"; unknown keys are ignored.
 
@@ -441,6 +451,8 @@ def present_kind(details: Any) -> KindView | None:
         return None
     given = details.get("kind")
     kind = given if isinstance(given, str) and given in KIND_ROWS else "custom"
+    if given is None:  # [001] no kind: read by its keys
+        kind = next((k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)), kind)
     rows: list[KindRow] = []
     if details.get("summary") is not None:
         rows.append(KindRow("Summary", _kind_text(details["summary"])))
@@ -663,10 +675,17 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
         has_error=failed > 0,
         failed_count=failed,
         failed_text=f"{failed} failed" if failed else None,
+        skipped_text=_skipped_text(every),
         running_count=sum(entry.is_pending for entry in every),
         open=failed > 0,  # G6: a batch holding an error renders expanded
         updated_seq=max(entry.updated_seq for entry in every),
     )
+
+
+def _skipped_text(entries: list[ToolEntryView]) -> str | None:
+    """SPEC §2: skipped is its own outcome, counted beside "N failed"."""
+    skipped = sum(entry.is_skipped for entry in entries)
+    return f"{skipped} skipped" if skipped else None
 
 
 # -- users, assistants, statuses ----------------------------------------------------
@@ -752,12 +771,18 @@ def present_user(message: Message) -> UserView:
     )
 
 
+#: T2: an assistant message that is one legacy `<validation>` block, as the importer keeps it.
+VALIDATION_BLOCK = re.compile(r"<validation>(?P<text>.*)</validation>", re.DOTALL)
+
+
 def present_assistant(message: Message, meta: str | None = None) -> AssistantView:
+    validation = VALIDATION_BLOCK.fullmatch(message.content.strip()) if message.is_final else None
     return AssistantView(
         dom_id=message.dom_id,
         pk=message.pk,
         message_id=message.message_id,
-        html=render_markdown(message.content),
+        validation=validation.group("text").strip() if validation else None,
+        html=SafeString("") if validation else render_markdown(message.content),
         is_streaming=not message.is_final,
         meta_line=meta,
         run_id=message.run_id,

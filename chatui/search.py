@@ -47,6 +47,7 @@ from django.db.models.expressions import RawSQL
 from .events import is_tool_execution_result
 from .models import Conversation, Message, Role, StatusType, ToolStatus
 from .presenters import is_assistant_shown
+from .secrets import mask_text
 from .selectors import VIEW_ANY
 from .text import ELLIPSIS, neutralise
 
@@ -476,7 +477,8 @@ def _hit(message: Message, conversation: Conversation, query: Query) -> MessageH
             break
     else:
         if fields:  # matched by a word our marks cannot see; show the start
-            name, snippet = fields[0].name, [(_squeeze(fields[0].text[:SNIPPET_CHARS]), False)]
+            shown = mask_text(fields[0].text[:DOCUMENT_CHARS])[:SNIPPET_CHARS]
+            name, snippet = fields[0].name, [(_squeeze(shown), False)]
     return MessageHit(
         pk=message.pk,
         dom_id=message.dom_id,
@@ -493,8 +495,10 @@ def _hit(message: Message, conversation: Conversation, query: Query) -> MessageH
 
 def snippet_parts(text: str, query: Query) -> list[Part] | None:
     """A window of `text` around its first match, matching words marked; None when no
-    word of `text` matches. Text parts are plain: escaping is the template's job."""
-    text = text[:DOCUMENT_CHARS]
+    word of `text` matches. Text parts are plain: escaping is the template's job.
+    T3: the text is masked first and then searched, so every mark sits on the
+    masked text (a secret that matched is not marked, nor shown)."""
+    text = mask_text(text[:DOCUMENT_CHARS])
     first = next((m for m in _SPAN.finditer(text) if query.matches(m.group())), None)
     if first is None:
         return None

@@ -16,12 +16,14 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.template.loader import render_to_string
 
 from chatui import importers
 from chatui.importers import IMPORT_FORMATS, TranscriptError, import_transcript, parse_transcript
 from chatui.importers.legacy import blocks_of, parse_call
 from chatui.ingest import reproject
 from chatui.models import Conversation, Event, Message, Run
+from chatui.presenters import present_transcript
 from chatui.selectors import messages_of
 from chatui.serializers import message_to_dict
 from tests.conftest import FIXTURES
@@ -530,27 +532,100 @@ def test_import_legacy_pending_tool_block_stays_running(conversation):
     assert result[-1] == ("tool", "", "make", "running")
 
 
-def test_import_legacy_tool_and_validation_pair_is_finished_and_validation_has_its_own_entry(
-    conversation,
-):
+def test_t2_tool_and_validation_pair_is_finished_and_validation_is_its_own_block(conversation):
     text = (
         "<tool>save_file(file_name=a.py)</tool>\n<validation>completed in 1.2 seconds</validation>"
     )
     assert legacy_messages(conversation, text) == [
         ("tool", "", "save_file", "success"),
-        ("tool", "completed in 1.2 seconds", "validation", "success"),
+        ("assistant", "<validation>completed in 1.2 seconds</validation>", None, None),
     ]
     assert tools(conversation)[0]["metadata"]["tool_duration_ms"] == 1200
 
 
-def test_import_legacy_standalone_validation_block_is_its_own_entry(conversation):
-    text = "Done.\n<validation>Validated 3 files in 250 ms</validation>"
-    assert legacy_messages(conversation, text)[-1] == (
-        "tool",
-        "Validated 3 files in 250 ms",
-        "validation",
-        "success",
+def test_t2_validation_block_renders_as_its_own_block_never_in_a_batch(conversation):
+    text = "<tool>a()</tool>\n<validation>done in 3 s</validation>\n<tool>b()\nok</tool>"
+    import_transcript(text, "legacy", conversation)
+    items = present_transcript(list(messages_of(conversation)))
+    assert [item.kind for item in items] == ["tool_batch", "assistant", "tool_batch"]
+    assert [batch.count for batch in items if batch.kind == "tool_batch"] == [1, 1]
+    assert items[1].validation == "done in 3 s"
+    html = render_to_string(
+        "chatui/_transcript.html#earlier", {"items": items, "conversation": conversation}
     )
+    assert html.count("data-validation") == 1 and "validation()" not in html
+    assert "data-tool-title>Validation" not in html
+
+
+def test_t2_standalone_validation_block_is_its_own_message(conversation):
+    text = "Done.\n<validation>Validated 3 files in 250 ms</validation>"
+    assert legacy_messages(conversation, text) == [
+        ("assistant", "Done.", None, None),
+        ("assistant", "<validation>Validated 3 files in 250 ms</validation>", None, None),
+    ]
+
+
+def test_t2_mindroom_markers_import_as_tool_entries_with_their_trace(conversation):
+    document = [
+        {
+            "role": "assistant",
+            "content": "Looking.\n\n🔧 `search_web` [1]\n🔧 `fetch\\`x` [2] ⏳\n\nWaiting.",
+            "io.mindroom.tool_trace": {
+                "version": 2,
+                "events": [
+                    {
+                        "tool_name": "search_web",
+                        "args_preview": "q=a\n\nb",
+                        "result_preview": "3 hits",
+                    },
+                    {"tool_name": "fetch`x"},
+                ],
+            },
+        }
+    ]
+    import_transcript(json.dumps(document), "legacy", conversation)
+    entries = [
+        (t["metadata"]["tool_name"], t["metadata"]["tool_status"], t["content"])
+        for t in tools(conversation)
+    ]
+    assert entries == [("search_web", "success", "3 hits"), ("fetch`x", "running", "")]
+    assert tools(conversation)[0]["metadata"]["args_summary"] == "q=a b"
+    assert tools(conversation)[1]["metadata"]["no_result_recorded"] is True
+    assert [m["content"] for m in messages(conversation) if m["role"] == "assistant"] == [
+        "Looking.",
+        "Waiting.",
+    ]
+
+
+def test_t2_mindroom_pending_marker_then_finished_marker_is_one_entry(conversation):
+    text = "🔧 `make` [1] ⏳\nbuilding…\n🔧 `make` [1]\n🔧 `make` [2]"
+    import_transcript(text, "legacy", conversation)
+    statuses = [
+        (t["metadata"]["tool_name"], t["metadata"]["tool_status"]) for t in tools(conversation)
+    ]
+    assert statuses == [("make", "success"), ("make", "success")]
+
+
+def test_t2_newlines_inside_an_argument_collapse_to_one_space_keeping_the_text(conversation):
+    text = '<tool>save_file(name=a.py, content="line one\nline two\r\n\nthree")\nsaved</tool>'
+    import_transcript(text, "legacy", conversation)
+    (entry,) = tools(conversation)
+    assert entry["metadata"]["args_summary"] == 'name=a.py, content="line one line two three"'
+    assert entry["content"] == "saved"
+
+
+def test_t2_call_cut_mid_argument_keeps_its_first_line_as_the_call(conversation):
+    text = "<tool>read_file(file_name=very_long…\n[project]\nname = 1</tool>"
+    import_transcript(text, "legacy", conversation)
+    (entry,) = tools(conversation)
+    assert entry["metadata"]["args_summary"] == "file_name=very_long…"
+    assert entry["content"] == "[project]\nname = 1"
+
+
+def test_t2_many_unclosed_argument_lines_stay_linear():
+    text = "<tool>f(" + "x\n" * 200_000 + "</tool>"
+    (block,) = blocks_of(text)
+    assert block.text == "f(x" and block.result.count("x") == 199_999
 
 
 def test_import_legacy_markdown_pair_becomes_a_tool_entry(conversation):

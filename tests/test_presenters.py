@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils.dateparse import parse_datetime
 
+from chatui.ingest import ingest
 from chatui.presenters import (
     AssistantView,
     StatusView,
@@ -743,3 +744,52 @@ def test_presenting_200_messages_needs_no_queries_and_is_fast(
         items = present_transcript(messages)
     assert time.perf_counter() - began < 1.0  # generous: it takes a few milliseconds
     assert len(batches(items)) == 50
+
+
+# -- [001] skipped in the batch header; G9 details read by their keys ------------------
+
+
+def _entry_with_details(conversation, details):
+    ingest(
+        conversation,
+        [
+            {"type": "agent.tool.started", "tool_call_id": "d", "tool_name": "t"},
+            {
+                "type": "agent.tool.completed",
+                "tool_call_id": "d",
+                "result": "ok",
+                "details": details,
+            },
+        ],
+    )
+    (batch,) = present_transcript(list(conversation.messages.order_by("position")))
+    return batch.entries[0]
+
+
+@pytest.mark.parametrize(
+    ("details", "kind", "label"),
+    [
+        ({"path": "a.py"}, "file", "Path"),
+        ({"exit_code": 2}, "command", "Exit code"),
+        ({"command": "ls"}, "command", "Command"),
+        ({"url": "https://x.org"}, "fetch", "URL"),
+        ({"status_code": 404}, "fetch", "HTTP status"),
+    ],
+)
+def test_g9_details_without_kind_are_read_by_their_keys(conversation, details, kind, label):
+    view = _entry_with_details(conversation, details).kind_view
+    assert view.kind == kind and view.rows[0].label == label
+
+
+def test_g9_batch_header_counts_skipped_beside_failed(conversation):
+    ingest(
+        conversation,
+        [
+            {"type": "agent.tool.started", "tool_call_id": "a", "tool_name": "a"},
+            {"type": "agent.tool.completed", "tool_call_id": "a", "error": "boom"},
+            {"type": "agent.tool.started", "tool_call_id": "b", "tool_name": "b"},
+            {"type": "agent.tool.completed", "tool_call_id": "b", "skipped": True},
+        ],
+    )
+    (batch,) = present_transcript(list(conversation.messages.order_by("position")))
+    assert (batch.failed_text, batch.skipped_text) == ("1 failed", "1 skipped")

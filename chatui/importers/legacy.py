@@ -22,10 +22,19 @@ entry right after the call it validated. The blocks:
   is a finished call whose output was never recorded: completed without a
   result, with `duration_ms` when the validation text says "completed in N s"
   (or ms). Otherwise it stays *running*, as the legacy UI showed it (⏳).
-- `<validation>…</validation>`: kept as its own entry, a tool named
-  `validation` (title "Validation") whose result is the block's text. Old
-  validation blocks thus still render, as their own card, next to the call
-  they validated — never merged into it.
+- `<validation>…</validation>`: kept as its own assistant message whose text is
+  the block as the legacy UI stored it (`<validation>text</validation>`, the
+  text unescaped once). The presenter shows such a message as a validation
+  block (`AssistantView.validation`), never as a tool entry, so it is never
+  counted in a batch. Why an assistant message and not a status: ingest's
+  status messages of type `info` are ephemeral (S3 drops them when the run
+  ends, and every import ends its run), and the legacy transcript held the
+  block in the assistant's text — so that is where it stays.
+- current mindroom markers: a line `` 🔧 `name` [n] ⏳ `` is a running call,
+  `` 🔧 `name` [n] `` a finished one (its result lived in the message's
+  metadata, not in the text). Each is a tool entry; a pending marker followed
+  later in the message by the finished marker of the same name and index is
+  one entry. A name's escaped backticks (a backslash before the backtick) are undone.
 - `🔧 **Tool Call:** `call`` + `✅ **`name` result:**` + result: a tool entry.
   A result pairs with the earliest unanswered call of the same name in the
   message; a call with no result stays running; a result with no call is an
@@ -56,6 +65,7 @@ from typing import Any
 from .base import Builder, Draft, TranscriptError, decode, load_json, message_list, source_time
 
 MAX_NAME = 200
+TRACE_KEY = "io.mindroom.tool_trace"
 VALIDATION = "validation"
 
 TOOL_TAGS = ("<tool>", "</tool>")
@@ -66,7 +76,13 @@ CANDIDATE = re.compile(r"<tool>|<validation>|^[ \t]*[🔧✅]", re.MULTILINE)
 CALL_HEADER = re.compile(r"[ \t]*🔧[ \t]*\*\*Tool Call:\*\*[ \t]*`")
 RESULT_HEADER = re.compile(r"[ \t]*✅[ \t]*\*\*`(?P<name>[^`\n]+)`[ \t]*result:\*\*[ \t]*")
 MARKER = re.compile(r"^[ \t]*(?:🔧[ \t]*\*\*Tool Call:|✅[ \t]*\*\*`|<tool>|<validation>)")
+#: mindroom's current marker line: 🔧 `name` [n], with " ⏳" while the tool runs.
+MINDROOM_MARKER = re.compile(
+    r"[ \t]*🔧 `(?P<name>(?:[^`\\\n]|\\.){1,400})` \[(?P<index>\d{1,9})\](?P<pending> ⏳)?[ \t]*$",
+    re.MULTILINE,
+)
 FENCE = re.compile(r"^[ \t]*```[^\n]*$", re.MULTILINE)
+NEWLINES = re.compile(r"[\r\n]+")
 NAME_END = re.compile(r"[\s(]")
 DURATION = re.compile(
     r"\b(?:completed|finished|done|took)\b[^0-9\n]{0,20}(?P<value>\d+(?:\.\d+)?)\s*"
@@ -77,11 +93,12 @@ DURATION = re.compile(
 
 @dataclass
 class Block:
-    kind: str  # prose | tool | validation | md_call | md_result
+    kind: str  # prose | tool | validation | md_call | md_result | marker
     text: str = ""  # prose text, validation text, or the call line
     result: str | None = None  # a tool's result; None while pending
     name: str = ""  # md_result: the tool name in its header
     validated_by: str | None = None  # a pending <tool> completed by its <validation>
+    index: str = ""  # marker: mindroom's [n]
 
 
 def parse(raw: bytes) -> Draft:
@@ -114,7 +131,7 @@ def parse(raw: bytes) -> Draft:
                 else:
                     builder.skip("empty user message")
             elif role == "assistant":
-                _assistant(builder, content, index, where, at)
+                _assistant(builder, content, index, where, at, _trace_of(message))
             elif role == "system":
                 builder.skip("system message")
             else:
@@ -122,6 +139,16 @@ def parse(raw: bytes) -> Draft:
     else:
         _assistant(builder, text, 0, "text", None)
     return builder.finish()
+
+
+def _trace_of(message: dict[str, Any]) -> list[Any]:
+    """mindroom kept each marker's args and result in the message's tool trace
+    (`io.mindroom.tool_trace`, at the top level or under `metadata`)."""
+    metadata = message.get("metadata")
+    holder = metadata if isinstance(metadata, dict) and TRACE_KEY in metadata else message
+    trace = holder.get(TRACE_KEY)
+    events = trace.get("events") if isinstance(trace, dict) else None
+    return events if isinstance(events, list) else []
 
 
 def unescape(text: str) -> str:
@@ -178,8 +205,8 @@ def _block_at(text: str, start: int, closings: dict[str, _Closing]) -> tuple[Blo
                 return None
             inner = unescape(text[inner_start:end])
             if opening == TOOL_TAGS[0]:
-                call, newline, result = inner.partition("\n")
-                block = Block("tool", call, result if newline else None)
+                call, result = split_call(inner)
+                block = Block("tool", call, result)
             else:
                 block = Block(VALIDATION, inner.strip())
             return block, end + len(closing.tag)
@@ -190,6 +217,11 @@ def _block_at(text: str, start: int, closings: dict[str, _Closing]) -> tuple[Blo
     if (header := RESULT_HEADER.match(text, start)) is not None:
         result, end = _markdown_result(text, header.end())
         return Block("md_result", name=header.group("name").strip()[:MAX_NAME], result=result), end
+    if (marker := MINDROOM_MARKER.match(text, start)) is not None:
+        name = unescape(re.sub(r"\\(.)", r"\1", marker.group("name")))[:MAX_NAME]
+        block = Block("marker", name=name, index=marker.group("index"))
+        block.result = None if marker.group("pending") else ""
+        return block, marker.end()
     return None
 
 
@@ -216,6 +248,36 @@ def _markdown_result(text: str, start: int) -> tuple[str, int]:
         end = line_end
         cursor = line_end + 1
     return "\n".join(lines), end
+
+
+def split_call(inner: str) -> tuple[str, str | None]:
+    """A `<tool>` block's call and result (None: pending). The call is the first
+    line — or, when an argument held newlines (its parentheses or quotes still
+    open at the line's end), the lines up to where they close, each newline
+    collapsed to one space (T2). One pass over the call's characters."""
+    depth, quoted, escaped = 0, False, False
+    for position, char in enumerate(inner):
+        if char == "\n" and depth <= 0 and not quoted:
+            return collapse_newlines(inner[:position]), inner[position + 1 :]
+        if escaped:
+            escaped = False
+        elif quoted:
+            escaped, quoted = char == "\\", char != '"'
+        elif char == '"':
+            quoted = True
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+    first, newline, rest = inner.partition("\n")  # never closed: the first line is the call
+    if "\n" in inner and depth <= 0 and not quoted:
+        return collapse_newlines(inner), None
+    return first, rest if newline else None
+
+
+def collapse_newlines(text: str) -> str:
+    """Each run of line breaks inside an argument → one space; nothing else changes."""
+    return NEWLINES.sub(" ", text)
 
 
 def _line_end(text: str, start: int) -> int:
@@ -273,57 +335,98 @@ def _groups(blocks: list[Block]) -> list[tuple[str, list[Block]]]:
     return groups
 
 
-def _assistant(builder: Builder, text: str, index: int, where: str, at: Any) -> None:
+def _assistant(
+    builder: Builder, text: str, index: int, where: str, at: Any, trace: list[Any] | None = None
+) -> None:
     part = 0
     unanswered: dict[str, deque[str]] = {}  # md call name -> tool call ids awaiting a result
+    markers: dict[tuple[str, str], str] = {}  # mindroom (name, [n]) -> its pending call id
+
+    def step(content: str) -> None:
+        nonlocal part
+        event = {
+            "type": "agent.step.completed",
+            "message_id": builder.message_id(index, part),
+            "content": content,
+        }
+        builder.add(event, where=where, at=at)
+        part += 1
+
     for prose, tools in _groups(blocks_of(text)):
-        content = prose.strip()
-        if content:
-            builder.add(
-                {
-                    "type": "agent.step.completed",
-                    "message_id": builder.message_id(index, part),
-                    "content": content,
-                },
-                where=where,
-                at=at,
-            )
-            part += 1
-        for event in _tool_events(builder, tools, unanswered):
-            builder.add(event, where=where, at=at)
+        if prose.strip():
+            step(prose.strip())
+        for block in tools:
+            if block.kind == VALIDATION:  # its own block, never a tool entry (T2)
+                step(f"<validation>{block.text}</validation>")
+                continue
+            for event in _tool_events(builder, block, unanswered, markers, trace or []):
+                builder.add(event, where=where, at=at)
     if part == 0 and not text.strip():
         builder.skip("empty assistant message")
 
 
 def _tool_events(
-    builder: Builder, tools: list[Block], unanswered: dict[str, deque[str]]
+    builder: Builder,
+    block: Block,
+    unanswered: dict[str, deque[str]],
+    markers: dict[tuple[str, str], str],
+    trace: list[Any],
 ) -> list[dict[str, Any]]:
-    """The events of a stretch of tool blocks, each entry created in block order."""
-    events: list[dict[str, Any]] = []
-    for block in tools:
-        if block.kind == "md_result" and unanswered.get(block.name):
-            call_id = unanswered[block.name].popleft()
-            events.append(_completed(call_id, block.name, result=block.result))
-            continue
-        call_id = builder.new_tool_call_id()
-        if block.kind in ("tool", "md_call"):
-            parsed = parse_call(block.text)
-            name = parsed["tool_name"]
-            events.append({"type": "agent.tool.started", "tool_call_id": call_id, **parsed})
-            if block.kind == "md_call":
-                unanswered.setdefault(name, deque()).append(call_id)
-            elif block.result is not None:
-                events.append(_completed(call_id, name, result=block.result))
-            elif block.validated_by is not None:
-                events.append(_completed(call_id, name, took=duration_ms(block.validated_by)))
-        else:  # a validation block, or a Markdown result with no call before it
-            name = VALIDATION if block.kind == VALIDATION else block.name
-            result = block.text if block.kind == VALIDATION else block.result
-            events.append(
-                {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": name}
-            )
-            events.append(_completed(call_id, name, result=result))
+    """The events of one tool block, its entry created in block order."""
+    if block.kind == "md_result" and unanswered.get(block.name):
+        call_id = unanswered[block.name].popleft()
+        return [_completed(call_id, block.name, result=block.result)]
+    if block.kind == "marker":
+        return _marker_events(builder, block, markers, trace)
+    call_id = builder.new_tool_call_id()
+    if block.kind not in ("tool", "md_call"):  # a Markdown result with no call before it
+        started = {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": block.name}
+        return [started, _completed(call_id, block.name, result=block.result)]
+    parsed = parse_call(block.text)
+    name = parsed["tool_name"]
+    events: list[dict[str, Any]] = [
+        {"type": "agent.tool.started", "tool_call_id": call_id, **parsed}
+    ]
+    if block.kind == "md_call":
+        unanswered.setdefault(name, deque()).append(call_id)
+    elif block.result is not None:
+        events.append(_completed(call_id, name, result=block.result))
+    elif block.validated_by is not None:
+        events.append(_completed(call_id, name, took=duration_ms(block.validated_by)))
     return events
+
+
+def _marker_events(
+    builder: Builder, block: Block, markers: dict[tuple[str, str], str], trace: list[Any]
+) -> list[dict[str, Any]]:
+    """A mindroom marker: started (⏳), or completed — the pending marker's entry
+    when one of the same name and index came before."""
+    key = (block.name, block.index)
+    events: list[dict[str, Any]] = []
+    call_id = markers.pop(key, None) if block.result is not None else None
+    if call_id is None:
+        call_id = builder.new_tool_call_id()
+        started = {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": block.name}
+        entry = _trace_entry(trace, block.index)
+        if isinstance(entry.get("args_preview"), str) and entry["args_preview"].strip():
+            started["args_summary"] = collapse_newlines(entry["args_preview"]).strip()
+        events.append(started)
+        if block.result is None:
+            markers[key] = call_id
+            return events
+    result = _trace_entry(trace, block.index).get("result_preview")
+    events.append(
+        _completed(call_id, block.name, result=result if isinstance(result, str) else None)
+    )
+    return events
+
+
+def _trace_entry(trace: list[Any], index: str) -> dict[str, Any]:
+    """mindroom's v2 tool trace keeps marker [n] at events[n-1]."""
+    position = int(index) - 1
+    if 0 <= position < len(trace) and isinstance(trace[position], dict):
+        return trace[position]
+    return {}
 
 
 def _completed(

@@ -1,7 +1,10 @@
 """manage.py export_transcript CONVERSATION_ID --format messages|events|otlp [--output FILE]
+[--reveal-secrets]
 
 Writes a conversation's export (see `chatui.exporters`) to standard output, or
-to FILE. Reads only.
+to FILE. Reads only. Secrets in tool text are masked (T3) unless
+`--reveal-secrets`: the command has no user whose `chatui.view_secrets` could
+decide, so whoever can run manage.py (and read the database anyway) chooses.
 """
 
 from __future__ import annotations
@@ -21,8 +24,15 @@ class Command(BaseCommand):
         parser.add_argument("conversation_id")
         parser.add_argument("--format", required=True, choices=tuple(EXPORT_FORMATS))
         parser.add_argument("--output", help="write to this file (default: standard output)")
+        parser.add_argument(
+            "--reveal-secrets",
+            action="store_true",
+            help="export secrets in tool text unmasked (default: masked, as on the page)",
+        )
 
-    def handle(self, *args, conversation_id: str, format: str, output, **options):
+    def handle(
+        self, *args, conversation_id: str, format: str, output, reveal_secrets: bool, **options
+    ):
         try:
             pk = uuid.UUID(conversation_id)
         except ValueError:
@@ -30,7 +40,7 @@ class Command(BaseCommand):
         conversation = Conversation.objects.select_related("owner").filter(pk=pk).first()
         if conversation is None:
             raise CommandError(f"no conversation {conversation_id}")
-        chunks = iter_export(conversation, format)
+        chunks = iter_export(conversation, format, reveal=reveal_secrets)
         if output is None:
             for chunk in chunks:
                 self.stdout.write(chunk, ending="")
