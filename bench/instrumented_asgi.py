@@ -20,8 +20,10 @@ import gc
 import os
 import time
 
+from config.asgi import application  # noqa: F401 — also sets Django up, so first
+
+# isort: split
 from chatui.ingest import events_ingested
-from config.asgi import application  # noqa: F401 — also sets Django up
 
 _out = open(os.environ["CHATUI_BENCH_STAMPS"], "a", buffering=1)  # noqa: SIM115
 
