@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -63,7 +63,6 @@ def ingest(conversation: Conversation, body: Any) -> IngestResult:
 
 
 def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
-    events = _storable(events)
     for attempt in range(LOCK_RETRIES):
         try:
             with _turn():
@@ -94,33 +93,6 @@ def _is_retryable(error: OperationalError) -> bool:
     if connection.in_atomic_block:
         return False
     return getattr(error.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
-
-
-def _storable(events: list[NormalisedEvent]) -> list[NormalisedEvent]:
-    """PostgreSQL's text cannot hold U+0000, which tool output read from a binary file
-    does contain: there each one is stored as U+FFFD rather than failing the request.
-    The body hash stays that of what was sent, so a retry is still a duplicate."""
-    if connection.vendor != "postgresql":
-        return events
-    return [
-        replace(
-            event,
-            payload=_without_nul(event.payload),
-            event_id=_without_nul(event.event_id),
-            run_id=_without_nul(event.run_id),
-        )
-        for event in events
-    ]
-
-
-def _without_nul(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    return value
 
 
 def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:

@@ -87,15 +87,13 @@ def test_deadlock_while_ingesting_is_retried_not_raised(user, caplog):
     assert tool.tool_status == "success"
 
 
-def test_nul_is_stored_as_replacement_character(api, conversation):
-    """PostgreSQL text cannot hold U+0000 (a tool reading a binary file sends it): it is
-    stored as U+FFFD instead of failing with a 500; a retry is still a duplicate."""
+def test_sec6_nul_is_refused_before_postgresql_sees_it(api, conversation):
+    """PostgreSQL text cannot hold U+0000: the contract refuses it (400 naming the field)
+    before any SQL runs, so it is never a 500 and nothing is stored."""
     event = {"type": "user.message", "content": "a\x00b", "event_id": "nul"}
-    first = api.post_events(conversation, event)
-    again = api.post_events(conversation, event)
-    assert first.status_code == 200 and first.json()["accepted"] == 1
-    assert again.status_code == 200 and again.json()["duplicates"] == 1
-    assert Message.objects.get(conversation=conversation).content == "a\ufffdb"
+    response = api.post_events(conversation, event)
+    assert response.status_code == 400 and response.json()["field"] == "content"
+    assert not Message.objects.filter(conversation=conversation).exists()
 
 
 def test_payload_and_metadata_keep_key_order(conversation):
