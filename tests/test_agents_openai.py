@@ -16,9 +16,9 @@ from django.contrib.auth import get_user_model
 
 from chatui.agents import start_run, wait_for_run
 from chatui.agents.openai import OpenAIAgent
-from chatui.exporters import export_text
 from chatui.ingest import ingest
 from chatui.models import Event, Message, Run
+from tests.support.leaks import assert_failure_leaks_nothing
 from tests.support.live import free_port as closed_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -331,19 +331,12 @@ def test_sec_failure_message_shows_the_endpoint_origin_and_a_short_masked_excerp
             f"The model endpoint answered HTTP {reply[0]}: Incorrect API key provided: *** "
             "(via http://***@proxy/) trace trace"
         )
-    banner = Message.objects.get(conversation=conversation, status_type="error")
-    stored = [
-        run.error_message,
-        banner.content,
-        *(json.dumps(e.payload) for e in Event.objects.filter(conversation=conversation)),
-        export_text(conversation, "events"),
-        export_text(conversation, "messages"),
-    ]
-    for text in stored:
-        for secret in ("model-pass-456", "query-secret", "sk-test", "body-secret", "\\u0000"):
-            assert secret not in text
-    assert "\n" not in run.error_message and "\u2028" not in run.error_message
-    assert len(run.error_message) < 300
+    assert_failure_leaks_nothing(
+        conversation,
+        run,
+        ("model-pass-456", "query-secret", "sk-test", "body-secret", "\\u0000"),
+        "\u2028",
+    )
 
 
 def test_an_unreachable_endpoint_with_credentials_is_named_by_its_origin(conversation):

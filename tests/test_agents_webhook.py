@@ -22,8 +22,8 @@ from django.test import Client
 
 from chatui.agents import accepts_input, is_running, start_run, stop_run, wait_for_run
 from chatui.agents.webhook import WebhookAgent, backoff_delay, events_url
-from chatui.exporters import export_text
 from chatui.models import ApiToken, Event, Message, Run
+from tests.support.leaks import assert_failure_leaks_nothing
 from tests.support.live import free_port as closed_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -260,19 +260,12 @@ def test_sec_failure_message_shows_the_runtime_origin_and_a_short_masked_excerpt
             f"The agent runtime at http://{host} refused the run: HTTP 400 — denied: bearer *** "
             "is not valid for http://***@runtime/ [2J stack frame"
         )
-    banner = Message.objects.get(conversation=conversation, status_type="error")
-    stored = [
-        run.error_message,
-        banner.content,
-        *(json.dumps(e.payload) for e in Event.objects.filter(conversation=conversation)),
-        export_text(conversation, "events"),
-        export_text(conversation, "messages"),
-    ]
-    for text in stored:
-        for secret in ("hook-pass-123", "query-secret", "hook-secret", "body-secret", "\x1b"):
-            assert secret not in text
-    assert "\n" not in run.error_message and "\u202e" not in run.error_message
-    assert len(run.error_message) < 300
+    assert_failure_leaks_nothing(
+        conversation,
+        run,
+        ("hook-pass-123", "query-secret", "hook-secret", "body-secret", "\x1b"),
+        "\u202e",
+    )
 
 
 def test_the_runtime_may_fail_the_run_itself(conversation, user):
