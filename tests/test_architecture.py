@@ -17,12 +17,6 @@ PACKAGE = Path(chatui.__file__).parent
 ALLOWED_FUNCTION_IMPORTS = {
     ("chatui.apps", "chatui.broadcast"): "AppConfig.ready is where Django connects signals",
     ("chatui.apps", "chatui.revocation"): "AppConfig.ready is where Django connects signals",
-    # Known debt (issue 10 stays open on it): dispatch builds on runner's RunSpec, db and
-    # fail_run, and runner hands over to dispatch when runs live in workers. The way out
-    # is a lower module (agents/runs.py) holding what both share.
-    ("chatui.agents.runner", "chatui.agents.dispatch"): (
-        "runner delegates to dispatch in cluster mode; shared parts not yet split out"
-    ),
 }
 
 

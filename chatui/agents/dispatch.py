@@ -35,7 +35,7 @@ from django.utils import timezone
 from ..ingest import ingest
 from ..models import Conversation, ConversationStatus, Run
 from .base import RunContext, RunInProgress
-from .runner import RunSpec, db, fail_run
+from .runs import RunSpec, db, fail_run
 
 logger = logging.getLogger(__name__)
 

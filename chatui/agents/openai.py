@@ -42,7 +42,7 @@ from .base import (
     setting,
     url_secrets,
 )
-from .runner import db
+from .runs import db
 from .tools import Sandbox, Toolbox
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

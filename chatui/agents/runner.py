@@ -38,23 +38,29 @@ import functools
 import logging
 import os
 import threading
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import SyncToAsync
 from django.conf import settings
-from django.db import close_old_connections
 
-from ..ingest import ingest
-from ..models import Conversation, ConversationStatus, Message, Role, Run, ToolStatus
-from .base import Agent, AgentError, RunContext, RunInProgress, tool_failed_event
+from ..models import Conversation, ConversationStatus, Run
+from . import dispatch
+from .base import Agent, AgentError, RunContext, RunInProgress
 from .registry import AGENTS, get_agent, register_agent
+from .runs import (
+    STOPPED_BY_USER,
+    RunSpec,
+    closing_events,
+    db,
+    fail_run,
+    ingest_async,
+    new_run_id,
+    run_status,
+)
 
 logger = logging.getLogger(__name__)
 
-STOPPED_BY_USER = "stopped by user"
 STOP_TIMEOUT_SECONDS = 30
 
 #: Set by a run worker (`chatui.agents.worker`): this process drives runs even
@@ -65,127 +71,6 @@ HOLDS_RUNS = False
 def runs_elsewhere() -> bool:
     """Do run workers drive this process's runs (it only enqueues them)?"""
     return bool(getattr(settings, "CHATUI_RUN_WORKERS", False)) and not HOLDS_RUNS
-
-
-# -- database access from async code -----------------------------------------------
-
-
-def _fresh(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Run `func` in the worker thread with a usable connection (the worker never
-    sees Django's request signals, which otherwise recycle connections)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
-        return func(*args, **kwargs)
-
-    return wrapper
-
-
-def db(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`func` as a coroutine function, run by the thread-sensitive worker.
-
-    Each call runs in a fresh, empty context that is not copied back: ingest's
-    broadcast uses `async_to_sync`, and when a Stop cancels a call half-way,
-    asgiref would otherwise copy that call's (by then finished) executor into
-    the run's context and the run's next database call would fail."""
-    fresh = _fresh(func)
-
-    @functools.wraps(func)
-    async def call(*args: Any, **kwargs: Any) -> Any:
-        worker = SyncToAsync(fresh, thread_sensitive=True, context=contextvars.Context())
-        return await worker(*args, **kwargs)
-
-    return call
-
-
-def _ingest(conversation: Conversation, events: list[dict[str, Any]]) -> Any:
-    return ingest(conversation, events)
-
-
-ingest_async = db(_ingest)
-
-
-def _closing_events(conversation_id: Any, run_id: str, reason: str) -> list[dict[str, Any]]:
-    """What a failing run must still say so nothing of it looks alive afterwards:
-    its half-streamed assistant messages are finalised with the text they have,
-    and its queued or running tools end as errors with `reason` (newest first,
-    so nested calls close before their parents)."""
-    events: list[dict[str, Any]] = [
-        {"type": "agent.step.completed", "message_id": message_id, "content": content}
-        for message_id, content in Message.objects.filter(
-            conversation_id=conversation_id, run_id=run_id, role=Role.ASSISTANT, is_final=False
-        ).values_list("message_id", "content")
-    ]
-    events += [
-        tool_failed_event(call_id, name, reason)
-        for call_id, name in Message.objects.filter(
-            conversation_id=conversation_id,
-            run_id=run_id,
-            role=Role.TOOL,
-            tool_status__in=[ToolStatus.QUEUED, ToolStatus.RUNNING],
-        )
-        .exclude(tool_call_id="")
-        .order_by("-position")
-        .values_list("tool_call_id", "tool_name")
-    ]
-    return events
-
-
-closing_events = db(_closing_events)
-
-
-def _run_status(conversation_id: Any, run_id: str) -> str | None:
-    return (
-        Run.objects.filter(conversation_id=conversation_id, run_id=run_id)
-        .values_list("status", flat=True)
-        .first()
-    )
-
-
-run_status = db(_run_status)
-
-
-# -- runs ------------------------------------------------------------------------------
-
-
-def new_run_id() -> str:
-    return "run_" + uuid.uuid4().hex[:16]
-
-
-@dataclass
-class RunSpec:
-    agent: Agent
-    user_text: str
-    run_id: str
-    #: Scripted runs (the showcase) post the user's message themselves.
-    post_user_message: bool = False
-    #: The factory options a run worker needs to build the same agent by name.
-    agent_options: dict[str, Any] = field(default_factory=dict)
-
-    def to_message(self) -> dict[str, Any]:
-        """The spec as plain data for the run queue (the agent by its registry name)."""
-        name = getattr(self.agent, "name", "")
-        if AGENTS.get(name) is None:
-            raise RuntimeError(f"agent {name!r} is not registered: run workers cannot build it")
-        return {
-            "agent": name,
-            "agent_options": self.agent_options,
-            "user_text": self.user_text,
-            "run_id": self.run_id,
-            "post_user_message": self.post_user_message,
-        }
-
-    @classmethod
-    def from_message(cls, message: dict[str, Any]) -> RunSpec:
-        options = dict(message.get("agent_options") or {})
-        return cls(
-            get_agent(message["agent"], **options),
-            message["user_text"],
-            message["run_id"],
-            bool(message.get("post_user_message")),
-            options,
-        )
 
 
 @dataclass
@@ -242,8 +127,6 @@ def start_run(
 def launch(conversation: Conversation, specs: list[RunSpec]) -> str:
     """Drive `specs` one after the other: here, or through the run queue."""
     if runs_elsewhere():
-        from . import dispatch
-
         return dispatch.enqueue(conversation, specs)
     return _launch(conversation, specs)
 
@@ -389,7 +272,7 @@ async def _drive(conversation: Conversation, handle: _Handle, spec: RunSpec) -> 
 async def _end_failed(ctx: RunContext, message: str) -> None:
     """Ingest `failed` unless the run has already ended (its end event may have
     been in flight when the run was cancelled, or a remote runtime ended it).
-    What the run left open is closed first (`_closing_events`)."""
+    What the run left open is closed first (`runs.closing_events`)."""
     if ctx.ended:
         return
     try:
@@ -412,8 +295,6 @@ async def stop_run(conversation_id: Any, reason: str = STOPPED_BY_USER) -> str |
     task in this process (a webhook runtime's, or one orphaned by a restart) is
     marked failed the same way."""
     if runs_elsewhere():
-        from . import dispatch
-
         return await dispatch.stop(conversation_id, reason)
     handle = _RUNS.get(_key(conversation_id))
     if handle is not None and not handle.done:
@@ -443,29 +324,6 @@ def _fail_orphaned_run(conversation_id: Any, reason: str) -> str | None:
     return fail_run(run, reason)
 
 
-def fail_run(run: Run, reason: str, *, tag: str = "stop") -> str | None:
-    """End `run`, driven by no task of this process, as failed with `reason`,
-    closing what it left open. Event ids are `{run_id}.{tag}.{n}`, so two
-    processes failing the same run for the same cause store it once. Returns the
-    run id, or None when the run had already ended."""
-    from ..ingest import EventError
-
-    closing = _closing_events(run.conversation_id, run.run_id, reason)
-    closing.append({"type": "agent.status", "status": "failed", "error_message": reason})
-    events = [
-        {**event, "run_id": run.run_id, "event_id": f"{run.run_id}.{tag}.{number}"}
-        for number, event in enumerate(closing, start=1)
-    ]
-    try:
-        ingest(run.conversation, events)
-    except EventError:
-        # Another process ended it at the same moment, with other closing events.
-        if _run_status(run.conversation_id, run.run_id) == ConversationStatus.RUNNING:
-            raise
-        return None
-    return run.run_id
-
-
 def is_running(conversation_id: Any) -> bool:
     """Is a run going in the conversation (driven by this process, or by a run
     worker when this process only enqueues)?"""
@@ -474,8 +332,6 @@ def is_running(conversation_id: Any) -> bool:
 
 def current_run_id(conversation_id: Any) -> str | None:
     if runs_elsewhere():
-        from . import dispatch
-
         return dispatch.current_run_id(conversation_id)
     handle = _RUNS.get(_key(conversation_id))
     return handle.run_id if handle is not None and not handle.done else None
@@ -505,8 +361,6 @@ def accepts_input(conversation_id: Any) -> bool:
     """May the composer send now? Yes when idle, or when the running agent
     accepts interjections. The view checks this before ingesting the message."""
     if runs_elsewhere():
-        from . import dispatch
-
         return dispatch.accepts_input(conversation_id)
     handle = _RUNS.get(_key(conversation_id))
     if handle is None or handle.done:
@@ -517,8 +371,6 @@ def accepts_input(conversation_id: Any) -> bool:
 async def wait_for_run(conversation_id: Any, timeout: float | None = None) -> bool:
     """Wait until the conversation's current run task ends. True if it did."""
     if runs_elsewhere():
-        from . import dispatch
-
         return await dispatch.wait_for_run(conversation_id, timeout)
     handle = _RUNS.get(_key(conversation_id))
     if handle is None or handle.task is None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..models import Conversation
 from .registry import get_agent
-from .runner import RunSpec, launch, new_run_id
+from .runner import launch
+from .runs import RunSpec, new_run_id
 
 SHOWCASE_OPENER = (
     "Show me everything chatui can render.\n"

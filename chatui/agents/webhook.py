@@ -48,7 +48,7 @@ from .base import (
     setting,
     url_secrets,
 )
-from .runner import run_status
+from .runs import run_status
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,8 @@ from django.utils import timezone
 from ..models import Conversation, ConversationStatus, Run
 from . import runner
 from .dispatch import RUN_QUEUE, reap_lost_runs
-from .runner import RunInProgress, RunSpec, db
+from .runner import RunInProgress
+from .runs import RunSpec, db
 
 logger = logging.getLogger(__name__)
 
