@@ -4,6 +4,9 @@
 `EventError` naming the event's index and the field at fault. AgentSpine's
 `tool_execution_start`/`tool_execution_end` [001] are mapped onto chatui's types
 here, so nothing downstream knows about aliases.
+
+Why it is long: it is the whole input contract — one schema per event type plus the
+AgentSpine dialect — and a reader checking what the API accepts reads it in one place.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ Decisions where the spec is silent (each is also noted where it is made):
   called tools cost time and tokens too) and sits under the run's last shown
   assistant message, once that message is final. Assistant messages without a
   run_id are their own run.
+
+Why it is long: every render rule of SPEC §4 is decided here and nowhere else, so
+the view dataclasses and the rules that fill them stay side by side; splitting them
+would scatter one rule's data from its logic.
 """
 
 from __future__ import annotations

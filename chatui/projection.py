@@ -4,6 +4,10 @@
 transaction, once per appended event and in seq order. It must be
 deterministic: `reproject` replays the same events and must produce the same
 messages, so every id, position and timestamp comes from the events themselves.
+
+Why it is long: one handler per event type on one `Projector`, sharing its caches of
+the rows a batch touches; the AgentSpine handlers are the second dialect of the same
+state machine and must see the same state.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ walks its rowids in order and stops at the page's end, and what a person looking
 for "that run yesterday" wants. Snippets are computed here, in Python, from the
 message itself, as (text, is_match) parts: the template escapes every part and wraps
 matches in `<mark>`; no markup is ever built from user text.
+
+Why it is long: indexing, querying and snippets share the one definition of a word
+above, for two databases; apart, they could drift and stop matching each other.
 """
 
 from __future__ import annotations

@@ -133,3 +133,22 @@ def test_no_import_cycles_between_chatui_modules():
 def test_function_level_imports_are_only_the_listed_ones():
     found = {(module, target) for module, (_, inner) in GRAPH.items() for target in inner}
     assert found - set(ALLOWED_FUNCTION_IMPORTS) == set()
+
+
+#: Past this many lines a module states why it is long, in its docstring.
+LONG_MODULE_LINES = 500
+LONG_MODULE_REASON = "Why it is long:"
+
+
+def test_modules_over_500_lines_state_why_in_their_docstring():
+    unexplained = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        source = path.read_text()
+        if source.count("\n") <= LONG_MODULE_LINES:
+            continue
+        docstring = ast.get_docstring(ast.parse(source)) or ""
+        if LONG_MODULE_REASON not in docstring:
+            unexplained.append(f"{module_name(path)} ({source.count(chr(10))} lines)")
+    assert unexplained == []

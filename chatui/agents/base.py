@@ -10,6 +10,9 @@ Ids are derived from the run id and counters — never from the clock — so a
 deterministic agent produces the same ids, event ids and messages every time:
 `{run_id}.e{n}` for event ids (the idempotency keys), `{run_id}.m{n}` for
 assistant messages and `{run_id}.t{n}` for tool calls.
+
+Why it is long: it is the one place where SPEC §2's event shapes are written for
+agents (every handle and its events), which is the point of having it.
 """
 
 from __future__ import annotations
