@@ -357,10 +357,19 @@ def _int_like(value: Any) -> int | None:
     return None
 
 
+def _optional_row(details: dict[str, Any], key: str, label: str) -> list[KindRow]:
+    """[001] a key AgentSpine's details may carry (TOOL_UI.md): one row when present."""
+    value = details.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    return [KindRow(label, _kind_text(value))]
+
+
 def _file_rows(details: dict[str, Any]) -> list[KindRow]:
     rows = []
     if details.get("path") is not None:
         rows.append(KindRow("Path", _kind_text(details["path"])))
+    rows.extend(_optional_row(details, "mime_type", "Type"))
     # The preview is the file content when the tool sent it; the result itself
     # is already shown by G4, so it is not repeated here.
     if isinstance(details.get("content"), str) and details["content"].strip():
@@ -375,8 +384,7 @@ def _command_rows(details: dict[str, Any]) -> list[KindRow]:
         command = " ".join(str(part) for part in command)
     if command is not None:
         rows.append(KindRow("Command", _kind_text(command)))
-    if details.get("cwd") is not None:
-        rows.append(KindRow("Directory", _kind_text(details["cwd"])))
+    rows.extend(_optional_row(details, "cwd", "Directory"))
     if details.get("exit_code") is not None:
         code = _int_like(details["exit_code"])
         rows.append(KindRow("Exit code", _kind_text(details["exit_code"]), code != 0))
@@ -391,6 +399,7 @@ def _fetch_rows(details: dict[str, Any]) -> list[KindRow]:
     if status is not None:
         code = _int_like(status)
         rows.append(KindRow("HTTP status", _kind_text(status), code is None or code >= 400))
+    rows.extend(_optional_row(details, "mime_type", "Type"))
     return rows
 
 
@@ -410,6 +419,8 @@ def _subagent_rows(details: dict[str, Any]) -> list[KindRow]:
     )
     if run_id is not None:
         rows.append(KindRow("Run", _kind_text(run_id)))
+    # The child's own session: where an auditor goes to read what the subagent did.
+    rows.extend(_optional_row(details, "child_session_id", "Child session"))
     states = next(
         (
             details[key]
