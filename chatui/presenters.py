@@ -452,6 +452,12 @@ KIND_BY_KEYS = (
 )
 
 
+def _kinds_by_keys(details: dict[str, Any]) -> list[str]:
+    """[001] Every kind whose keys a kind-less details object has, the first one naming it:
+    `{"path": …, "exit_code": 0}` shows both its exit code and its path."""
+    return [k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)]
+
+
 def present_kind(details: Any) -> KindView | None:
     """G9 by details.kind; unknown kinds are "custom"; unknown keys are ignored.
 
@@ -462,13 +468,15 @@ def present_kind(details: Any) -> KindView | None:
         return None
     given = details.get("kind")
     kind = given if isinstance(given, str) and given in KIND_ROWS else "custom"
+    read_as = [kind]
     if given is None:  # [001] no kind: read by its keys
-        kind = next((k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)), kind)
+        read_as = _kinds_by_keys(details) or read_as
+        kind = read_as[0]
     rows: list[KindRow] = []
     if details.get("summary") is not None:
         rows.append(KindRow("Summary", _kind_text(details["summary"])))
-    if kind in KIND_ROWS:
-        rows.extend(KIND_ROWS[kind](details))
+    for each in read_as:
+        rows.extend(KIND_ROWS.get(each, lambda _: [])(details))
     if not rows:
         return None
     return KindView(kind, tuple(rows), failed=any(row.is_failure for row in rows))

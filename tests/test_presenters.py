@@ -486,6 +486,15 @@ def test_g9_details_without_kind_read_by_keys_show_their_optional_rows(conversat
     assert (view.kind, rows(view)) == ("file", {"Path": "out/r.md", "Type": "text/markdown"})
 
 
+def test_g9_details_without_kind_show_the_rows_of_every_kind_their_keys_name(conversation, feed):
+    view = kind_of(conversation, feed, {"path": "out/report.md", "exit_code": 0})
+    assert (view.kind, rows(view), view.failed) == (
+        "command",
+        {"Exit code": "0", "Path": "out/report.md"},
+        False,
+    )
+
+
 def test_g9_empty_or_absent_optional_keys_add_no_row(conversation, feed):
     details = {"kind": "command", "command": "ls", "cwd": " ", "mime_type": None}
     assert rows(kind_of(conversation, feed, details)) == {"Command": "ls"}
