@@ -224,7 +224,7 @@ def entry_text(html: str, tool_call_id: str | None = None) -> str:
 
 
 def updating() -> bool:
-    return os.environ.get(UPDATE_ENV) == "1"
+    return bool(os.environ.get(UPDATE_ENV))
 
 
 def check_golden(path: Path, actual: str) -> None:
