@@ -93,17 +93,19 @@ def test_agentspine_capture_replayed_live_cards_on_start_progress_on_update(
             page.wait_for_timeout(gap * 1000)
             api.post(f"/conversations/{conversation_id}/events", json=event).raise_for_status()
             if event["type"] in ("tool_execution_start", "tool_execution_update"):
-                watch_running(page, event, expected_running[snapshot_key(seq, event)])
+                watch_running(page, event, snapshot_key(seq, event), expected_running)
 
     expected_final = final_part(golden).rstrip("\n")
-    assert settled(page, lambda: live_transcript(page), expected_final) == expected_final
+    shown = settled(page, lambda: live_transcript(page), expected_final)
+    assert shown == expected_final, f"at the end the live page shows:\n{shown}"
     assert watch.page_errors == []
 
 
-def watch_running(page: Page, event: dict, expected: str) -> None:
+def watch_running(page: Page, event: dict, key: str, golden: dict[str, str]) -> None:
     """The entry of a tool whose end is not posted yet, as the golden file recorded it."""
-    call_id = event["tool_call_id"]
-    assert settled(page, lambda: live_entry(page, call_id), expected) == expected
+    call_id, expected = event["tool_call_id"], golden[key]
+    shown = settled(page, lambda: live_entry(page, call_id), expected)
+    assert shown == expected, f"after {key} the live page shows:\n{shown}"
     card = page.locator(f'[data-tool-call-id="{call_id}"]')
     expect(card).to_have_attribute("data-status", "running")
     assert card.locator("[data-tool-result]").count() == 0  # G5: no result box yet
