@@ -119,7 +119,7 @@ def test_agentspine_golden_one_batch_gives_the_same_messages_and_transcript(
     assert final == final_part(golden_path(name, ".txt").read_text())
 
 
-def test_agentspine_golden_files_hold_what_the_issue_asks(api, conversation):
+def test_agentspine_golden_files_hold_what_the_issue_asks():
     """Read by eye once, pinned here: the things issue 11 says a capture must show."""
     as1 = golden_path("as1_builtin_tools", ".txt").read_text()
     assert "assistant: notes.txt has 15 lines; the build failed with exit code 3." in as1
