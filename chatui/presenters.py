@@ -361,10 +361,19 @@ def _int_like(value: Any) -> int | None:
     return None
 
 
+def _optional_row(details: dict[str, Any], key: str, label: str) -> list[KindRow]:
+    """[001] a key AgentSpine's details may carry (TOOL_UI.md): one row when present."""
+    value = details.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    return [KindRow(label, _kind_text(value))]
+
+
 def _file_rows(details: dict[str, Any]) -> list[KindRow]:
     rows = []
     if details.get("path") is not None:
         rows.append(KindRow("Path", _kind_text(details["path"])))
+    rows.extend(_optional_row(details, "mime_type", "Type"))
     # The preview is the file content when the tool sent it; the result itself
     # is already shown by G4, so it is not repeated here.
     if isinstance(details.get("content"), str) and details["content"].strip():
@@ -379,8 +388,7 @@ def _command_rows(details: dict[str, Any]) -> list[KindRow]:
         command = " ".join(str(part) for part in command)
     if command is not None:
         rows.append(KindRow("Command", _kind_text(command)))
-    if details.get("cwd") is not None:
-        rows.append(KindRow("Directory", _kind_text(details["cwd"])))
+    rows.extend(_optional_row(details, "cwd", "Directory"))
     if details.get("exit_code") is not None:
         code = _int_like(details["exit_code"])
         rows.append(KindRow("Exit code", _kind_text(details["exit_code"]), code != 0))
@@ -395,6 +403,7 @@ def _fetch_rows(details: dict[str, Any]) -> list[KindRow]:
     if status is not None:
         code = _int_like(status)
         rows.append(KindRow("HTTP status", _kind_text(status), code is None or code >= 400))
+    rows.extend(_optional_row(details, "mime_type", "Type"))
     return rows
 
 
@@ -414,6 +423,8 @@ def _subagent_rows(details: dict[str, Any]) -> list[KindRow]:
     )
     if run_id is not None:
         rows.append(KindRow("Run", _kind_text(run_id)))
+    # The child's own session: where an auditor goes to read what the subagent did.
+    rows.extend(_optional_row(details, "child_session_id", "Child session"))
     states = next(
         (
             details[key]
@@ -445,6 +456,12 @@ KIND_BY_KEYS = (
 )
 
 
+def _kinds_by_keys(details: dict[str, Any]) -> list[str]:
+    """[001] Every kind whose keys a kind-less details object has, the first one naming it:
+    `{"path": …, "exit_code": 0}` shows both its exit code and its path."""
+    return [k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)]
+
+
 def present_kind(details: Any) -> KindView | None:
     """G9 by details.kind; unknown kinds are "custom"; unknown keys are ignored.
 
@@ -455,13 +472,15 @@ def present_kind(details: Any) -> KindView | None:
         return None
     given = details.get("kind")
     kind = given if isinstance(given, str) and given in KIND_ROWS else "custom"
+    read_as = [kind]
     if given is None:  # [001] no kind: read by its keys
-        kind = next((k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)), kind)
+        read_as = _kinds_by_keys(details) or read_as
+        kind = read_as[0]
     rows: list[KindRow] = []
     if details.get("summary") is not None:
         rows.append(KindRow("Summary", _kind_text(details["summary"])))
-    if kind in KIND_ROWS:
-        rows.extend(KIND_ROWS[kind](details))
+    for each in read_as:
+        rows.extend(KIND_ROWS.get(each, lambda _: [])(details))
     if not rows:
         return None
     return KindView(kind, tuple(rows), failed=any(row.is_failure for row in rows))

@@ -197,3 +197,34 @@ def test_t3_secrets_masked_on_the_page(client, user, api, conversation):
     page = client.get(conversation.get_absolute_url()).content.decode()
     assert "abcdefghijklmnop9876" not in page and "••••9876" in page
     assert "ghp_abcdefghijklmnopqrstuvwxyz" not in page and "••••wxyz" in page
+
+
+def test_g9_agentspine_non_object_details_render_as_json_on_the_page(
+    client, user, api, conversation
+):
+    """SPEC §2: AgentSpine's `details` is `Any`; a list, a string and a number each show
+    in the Details panel as JSON, with no kind rows, and the page renders."""
+    events = [{"type": "agent_start"}]
+    for call_id, details in (("l", ["a", {"b": "<i>"}]), ("s", "plain <b>"), ("n", 7)):
+        events += [
+            {
+                "type": "tool_execution_start",
+                "tool_call_id": call_id,
+                "tool_name": "t",
+                "args": "{}",
+            },
+            {
+                "type": "tool_execution_end",
+                "tool_call_id": call_id,
+                "tool_name": "t",
+                "result_preview": "ok",
+                "details": details,
+            },
+        ]
+    post(api, conversation, events, one_by_one=False)
+    client.force_login(user)
+    page = client.get(conversation.get_absolute_url()).content.decode()
+    assert page.count("data-tool-json") == 3 and "data-tool-kind" not in page
+    assert "&quot;details&quot;: [" in page and "&quot;b&quot;: &quot;&lt;i&gt;&quot;" in page
+    assert "&quot;details&quot;: &quot;plain &lt;b&gt;&quot;" in page
+    assert "&quot;details&quot;: 7" in page

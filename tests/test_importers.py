@@ -597,6 +597,28 @@ def test_t2_mindroom_markers_import_as_tool_entries_with_their_trace(conversatio
     ]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Searching.\n\n🔧 `search_web` [1] ⏳",
+        "Building:\n<tool>make(target=build)</tool>",
+    ],
+    ids=["mindroom-marker", "legacy-tool-block"],
+)
+def test_t2_imported_pending_tool_shows_no_result_recorded_never_a_ticking_timer(
+    conversation, client, text
+):
+    import_transcript(text, "legacy", conversation)
+    items = present_transcript(list(messages_of(conversation)))
+    (entry,) = (e for item in items if item.kind == "tool_batch" for e in item.entries)
+    assert (entry.no_result, entry.is_pending, entry.elapsed_text) == (True, False, None)
+    client.force_login(conversation.owner)
+    page = client.get(conversation.get_absolute_url()).content.decode()
+    assert "data-tool-no-result>no result recorded<" in page
+    assert "data-elapsed" not in page and "data-tool-pending" not in page
+    assert "⏳" not in page.split('id="transcript"', 1)[1]
+
+
 def test_t2_mindroom_pending_marker_then_finished_marker_is_one_entry(conversation):
     text = "🔧 `make` [1] ⏳\nbuilding…\n🔧 `make` [1]\n🔧 `make` [2]"
     import_transcript(text, "legacy", conversation)

@@ -447,6 +447,86 @@ def test_g9_malformed_kind_is_custom(conversation, feed):
     assert rows(view) == {"Summary": '["a","b"]'}
 
 
+def test_g9_file_mime_type_is_a_row(conversation, feed):
+    details = {"kind": "file", "path": "src/app.py", "mime_type": "text/x-python"}
+    assert rows(kind_of(conversation, feed, details)) == {
+        "Path": "src/app.py",
+        "Type": "text/x-python",
+    }
+
+
+def test_g9_command_cwd_is_a_row(conversation, feed):
+    details = {"kind": "command", "command": "pytest -q", "cwd": "/ws", "exit_code": 0}
+    assert rows(kind_of(conversation, feed, details)) == {
+        "Command": "pytest -q",
+        "Directory": "/ws",
+        "Exit code": "0",
+    }
+
+
+def test_g9_fetch_mime_type_is_a_row_after_the_status(conversation, feed):
+    details = {"kind": "fetch", "url": "https://x.test", "status_code": 200, "mime_type": "a/b"}
+    assert list(rows(kind_of(conversation, feed, details)).items()) == [
+        ("URL", "https://x.test"),
+        ("HTTP status", "200"),
+        ("Type", "a/b"),
+    ]
+
+
+def test_g9_subagent_child_session_id_is_a_row(conversation, feed):
+    details = {"kind": "subagent", "run_id": "run_7f3a", "child_session_id": "sess_9"}
+    assert rows(kind_of(conversation, feed, details)) == {
+        "Run": "run_7f3a",
+        "Child session": "sess_9",
+    }
+
+
+def test_g9_details_without_kind_read_by_keys_show_their_optional_rows(conversation, feed):
+    view = kind_of(conversation, feed, {"path": "out/r.md", "mime_type": "text/markdown"})
+    assert (view.kind, rows(view)) == ("file", {"Path": "out/r.md", "Type": "text/markdown"})
+
+
+def test_g9_details_without_kind_show_the_rows_of_every_kind_their_keys_name(conversation, feed):
+    view = kind_of(conversation, feed, {"path": "out/report.md", "exit_code": 0})
+    assert (view.kind, rows(view), view.failed) == (
+        "command",
+        {"Exit code": "0", "Path": "out/report.md"},
+        False,
+    )
+
+
+def test_g9_empty_or_absent_optional_keys_add_no_row(conversation, feed):
+    details = {"kind": "command", "command": "ls", "cwd": " ", "mime_type": None}
+    assert rows(kind_of(conversation, feed, details)) == {"Command": "ls"}
+
+
+def test_g9_optional_values_are_cut_and_neutralised(conversation, feed):
+    details = {"kind": "subagent", "child_session_id": "@bob:x.org\n" + "s" * 300}
+    (row,) = kind_of(conversation, feed, details).rows
+    assert row.value.startswith(f"@{ZWSP}bob:x.org")
+    assert len(row.value) <= 202 and row.value.endswith("…")
+
+
+@pytest.mark.parametrize(
+    "details, shown",
+    [
+        (["a", 1, {"b": None}], '"details": [\n    "a",\n    1,\n    {\n      "b": null'),
+        ("plain words", '"details": "plain words"'),
+        (42.5, '"details": 42.5'),
+        (True, '"details": true'),
+    ],
+    ids=["list", "string", "number", "boolean"],
+)
+def test_g9_non_object_details_show_as_json_in_details_and_nothing_breaks(
+    conversation, feed, details, shown
+):
+    feed(started("c1", args={"q": 1}), completed("c1", "done", details=details))
+    found = entry(present(conversation), "c1")
+    assert (found.status, found.kind_view, found.is_error) == ("success", None, False)
+    assert shown in found.details_json
+    assert found.result.text == "done"
+
+
 def test_g9_custom_without_summary_falls_back_to_the_result_preview(conversation, feed):
     feed(started("c1"), completed("c1", "preview text", details={"kind": "custom"}))
     found = entry(present(conversation), "c1")
