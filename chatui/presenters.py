@@ -595,8 +595,9 @@ def present_tool_entry(
 
 
 def _preview_note(meta: dict[str, Any], content: str) -> str | None:
-    """[001] AgentSpine sends only a preview of the result: say so."""
-    if not meta.get("result_is_preview"):
+    """[001] AgentSpine sends a preview of the result, cut at about 200 characters
+    with "...": when it was cut, say so. An uncut preview is the whole result."""
+    if not meta.get("result_is_preview") or not content.rstrip().endswith(("...", "…")):
         return None
     return f"preview — the runtime sent {len(content)} characters"
 

@@ -228,3 +228,21 @@ def test_g9_agentspine_non_object_details_render_as_json_on_the_page(
     assert "&quot;details&quot;: [" in page and "&quot;b&quot;: &quot;&lt;i&gt;&quot;" in page
     assert "&quot;details&quot;: &quot;plain &lt;b&gt;&quot;" in page
     assert "&quot;details&quot;: 7" in page
+
+
+def test_agentspine_uncut_preview_is_the_whole_result_and_not_labelled(api, conversation):
+    post(
+        api,
+        conversation,
+        [
+            {"type": "tool_execution_start", "tool_call_id": "w", "tool_name": "write_file"},
+            {
+                "type": "tool_execution_end",
+                "tool_call_id": "w",
+                "result_preview": "wrote 120 bytes",
+            },
+        ],
+        one_by_one=False,
+    )
+    (entry,) = entries(conversation).values()
+    assert (entry.status, entry.preview_note) == ("success", None)
