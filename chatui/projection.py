@@ -493,7 +493,11 @@ class Projector:
         message = self._find(message_id)
         if message is None:
             self._create(event, message_id, kind, content=payload["delta"], is_final=False)
-        elif not message.is_final:
+        elif message.is_final:
+            pass
+        elif kind == Role.ASSISTANT:
+            self._append(message, payload["delta"], event)
+        else:
             message.content += payload["delta"]
             self._save(message, event)
 
@@ -806,10 +810,9 @@ def _shows_streaming(message: Message) -> bool:
     streaming text (not blank, not held back as JSON-like), on the text's start."""
     if "content" in message.get_deferred_fields():
         head = getattr(message, "content_head", "")
-        if not head.strip() and len(head) >= STREAM_HEAD_CHARS:
-            return False  # only blanks so far: unknown, take the normal path
     else:
-        head = message.content
+        head = message.content[:STREAM_HEAD_CHARS]
+    # Blank so far (or in its first STREAM_HEAD_CHARS, then not known): rendered whole.
     head = head.lstrip()
     return bool(head) and not head.startswith(("{", "["))
 

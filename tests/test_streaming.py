@@ -133,3 +133,12 @@ def test_l3_replay_after_deltas_sends_the_whole_streaming_text(conversation):
 def test_transcript_context_of_a_streaming_answer_renders(conversation):
     ingest(conversation, [delta("partial")])
     assert pages.transcript_context(conversation)["last_seq"] == 1
+
+
+def test_p5_agentspine_message_update_is_sent_as_a_delta_too(conversation):
+    ingest(conversation, [{"type": "agent_start"}, {"type": "message_start", "role": "assistant"}])
+    ingest(conversation, [{"type": "message_update", "role": "assistant", "delta": "Hello"}])
+    html = frame_for(conversation, {"type": "message_update", "role": "assistant", "delta": " you"})
+    assert re.search(r'data-delta-seq="\d+"> you</div>', html)
+    ingest(conversation, [{"type": "message_end", "role": "assistant", "text_preview": "x"}])
+    assert Message.objects.get(role="assistant").content == "Hello you"
