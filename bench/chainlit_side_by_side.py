@@ -371,7 +371,9 @@ def main() -> None:
         "Caveats: Chainlit without a data layer persists nothing (no database, no log to "
         "audit, resume or re-project); chatui validates, sequences, stores and projects every "
         "event before broadcasting it. Chainlit runs the agent in-process; chatui receives it "
-        "over HTTP or a WebSocket from another process."
+        "over HTTP or a WebSocket from another process. The last tool step's lag is to "
+        "its name in the page for Chainlit (shown when the step starts, so it can be "
+        "negative) and to its success card for chatui."
     )
 
 

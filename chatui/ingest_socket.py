@@ -21,7 +21,9 @@ the writer holds them up to `TICK_SECONDS` for more (the client's own rule, §2.
 other event is written at once.
 
 Close codes: 4401 missing or invalid bearer token (browsers cannot send one: this is
-for runtimes), 4404 no such conversation or not the token owner's to write to.
+for runtimes), or a token revoked while the socket is open (checked again before a
+write at most every `RECHECK_SECONDS`); 4404 no such conversation or not the token
+owner's to write to.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +54,9 @@ TICK_SECONDS = 0.025
 # Unacknowledged events held for one socket; past it a message is refused (the
 # runtime re-sends it), so a runtime faster than the database cannot grow the server.
 MAX_PENDING_EVENTS = 5000
+# A token revoked (or its user deactivated) while the socket is open stops writing
+# within this long.
+RECHECK_SECONDS = 30.0
 
 
 @dataclass
@@ -73,6 +79,9 @@ class IngestConsumer(AsyncWebsocketConsumer):
         self.pending: list[Pending] = []
         self.wake = asyncio.Event()
         self.writer: asyncio.Task | None = None
+        self.credential = ""
+        self.checked_at = 0.0
+        self.writer_pk = None
 
     async def connect(self) -> None:
         verdict = await self._authorise()
@@ -112,6 +121,9 @@ class IngestConsumer(AsyncWebsocketConsumer):
                 await asyncio.sleep(TICK_SECONDS)  # more tokens may join this write
             self.wake.clear()
             batch, self.pending = self.pending, []
+            if batch and not await self._still_authorised():
+                await self.close(code=CLOSE_UNAUTHORISED)  # nothing of it acknowledged
+                return
             if batch:
                 await self._write(batch)
 
@@ -157,11 +169,20 @@ class IngestConsumer(AsyncWebsocketConsumer):
         token = await token_for_async(credential) if credential else None
         if token is None:
             return CLOSE_UNAUTHORISED
+        self.credential, self.checked_at = credential, time.monotonic()
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        self.writer_pk = token.user_id
         self.conversation = await database_sync_to_async(selectors.conversation_for_writer)(
             token.user, conversation_id
         )
         return CLOSE_NOT_FOUND if self.conversation is None else None
+
+    async def _still_authorised(self) -> bool:
+        if time.monotonic() - self.checked_at < RECHECK_SECONDS:
+            return True
+        token = await token_for_async(self.credential)
+        self.checked_at = time.monotonic()
+        return token is not None and token.user_id == self.writer_pk
 
 
 def _max_event() -> int:

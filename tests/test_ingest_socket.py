@@ -158,3 +158,32 @@ def test_p5_a_viewer_gets_each_streamed_delta_as_a_small_frame(chatui_server):
             frame = view.recv(timeout=30)
     assert frame.startswith("<!--seq 2 2-->") and ">token</div>" in frame
     assert len(frame.encode()) <= 1024
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_sec2_2_a_token_revoked_while_the_channel_is_open_stops_its_writes(
+    monkeypatch, user, conversation
+):
+    from asgiref.sync import sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from chatui import ingest_socket
+    from chatui.models import ApiToken, Event
+    from config.asgi import application
+
+    monkeypatch.setattr(ingest_socket, "RECHECK_SECONDS", 0.0)
+    token, raw = await sync_to_async(ApiToken.issue)(user)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/ingest/{conversation.pk}/",
+        headers=[(b"authorization", f"Bearer {raw}".encode())],
+    )
+    assert (await communicator.connect())[0]
+    await communicator.send_json_to(delta("r1", "before"))
+    assert (await communicator.receive_json_from(timeout=30))["ack"] == ["r1"]
+    await sync_to_async(token.delete)()
+    await communicator.send_json_to(delta("r2", "after"))
+    closed = await communicator.receive_output(timeout=30)
+    assert closed == {"type": "websocket.close", "code": 4401}
+    assert await sync_to_async(list)(Event.objects.values_list("event_id", flat=True)) == ["r1"]
