@@ -23,7 +23,7 @@ other event is written at once.
 Close codes: 4401 missing or invalid bearer token (browsers cannot send one: this is
 for runtimes), or a token revoked while the socket is open (checked again before a
 write at most every `RECHECK_SECONDS`); 4404 no such conversation or not the token
-owner's to write to.
+owner's to write to; 1011 a write failed on the server's side (reconnect and re-send).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHORISED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_SERVER_ERROR = 1011
 # How long waiting deltas are held for more before they are written (the client
 # flushes within 25 ms too): more tokens per transaction, less CPU per token.
 TICK_SECONDS = 0.025
@@ -96,6 +97,16 @@ class IngestConsumer(AsyncWebsocketConsumer):
         if self.writer is not None:
             self.writer.cancel()
 
+    async def dispatch(self, message: dict) -> None:
+        # A received message touches no database: skip Channels' per-message
+        # close_old_connections, a hop through the one shared sync thread, which is busy
+        # with the write in progress — it would admit one message per write and so
+        # defeat the coalescing (as in chatui.consumers for frames).
+        if message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
+        else:
+            await super().dispatch(message)
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.conversation is None:
             return
@@ -124,8 +135,16 @@ class IngestConsumer(AsyncWebsocketConsumer):
             if batch and not await self._still_authorised():
                 await self.close(code=CLOSE_UNAUTHORISED)  # nothing of it acknowledged
                 return
-            if batch:
+            if not batch:
+                continue
+            try:
                 await self._write(batch)
+            except Exception:
+                # Not the runtime's fault (e.g. the database is gone): 1011 makes it
+                # reconnect and re-send what was not acknowledged.
+                logger.exception("ingest channel write failed")
+                await self.close(code=CLOSE_SERVER_ERROR)
+                return
 
     async def _write(self, batch: list[Pending]) -> None:
         """One transaction for the whole batch; if it is refused (e.g. a reused
