@@ -137,7 +137,7 @@ def delta_part(message_pk: int, seq: int, text: str) -> str:
     streaming, with the seq it brings so a bubble rendered later than it is not
     appended to twice (chatui.js); no database read, no Markdown (SPEC §8 P5)."""
     return (
-        f'<div hx-swap-oob="beforeend:#m-{message_pk}-text" data-delta-seq="{seq}">'
+        f'<div hx-swap-oob="beforeend:#m-{message_pk} [data-stream-text]" data-delta-seq="{seq}">'
         f"{escape(text)}</div>"
     )
 

@@ -36,7 +36,7 @@ def test_p5_delta_frame_on_a_long_message_carries_only_the_new_text(conversation
     html = frame_for(conversation, delta("tokens"))
     pk = Message.objects.get(message_id="a1").pk
     assert len(html.encode()) <= 1024
-    assert f'hx-swap-oob="beforeend:#m-{pk}-text"' in html and ">tokens</div>" in html
+    assert f'hx-swap-oob="beforeend:#m-{pk} [data-stream-text]"' in html and ">tokens</div>" in html
     assert "dull boy" not in html
 
 
