@@ -187,3 +187,29 @@ async def test_sec2_2_a_token_revoked_while_the_channel_is_open_stops_its_writes
     closed = await communicator.receive_output(timeout=30)
     assert closed == {"type": "websocket.close", "code": 4401}
     assert await sync_to_async(list)(Event.objects.values_list("event_id", flat=True)) == ["r1"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_sec2_2_deltas_queued_on_the_channel_are_written_as_one_batch(user, conversation):
+    from asgiref.sync import sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from chatui.models import ApiToken, Event
+    from config.asgi import application
+
+    _token, raw = await sync_to_async(ApiToken.issue)(user)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/ingest/{conversation.pk}/",
+        headers=[(b"authorization", f"Bearer {raw}".encode())],
+    )
+    assert (await communicator.connect())[0]
+    # Queued before the consumer reads any of them: one tick, one transaction, one ack.
+    for n in (1, 2, 3):
+        await communicator.send_json_to(delta(f"q{n}", f"{n} "))
+    ack = await communicator.receive_json_from(timeout=30)
+    assert ack == {"ack": ["q1", "q2", "q3"], "accepted": 3, "duplicates": 0, "last_seq": 3}
+    received = await sync_to_async(list)(Event.objects.values_list("received_at", flat=True))
+    assert len(set(received)) == 1  # one ingest call stamps one receive time
+    await communicator.disconnect()
