@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.template.loader import render_to_string
+from django.utils.html import escape
 
 from . import pages, presenters, selectors
 from .models import Conversation, Message, Role, seq_of
@@ -63,7 +64,9 @@ def change_frame(
         return full_frame(conversation, first_seq)
     parts = [marker(first_seq, last_seq)]
     parts += [_delete(f"m-{pk}") for pk in changes.removed]
-    parts += _changed_parts(changes.changed, changes.created)
+    appended = {pk: pieces for pk, pieces in changes.appended.items() if pk not in changes.created}
+    parts += _changed_parts((pk for pk in changes.changed if pk not in appended), changes.created)
+    parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
         parts.append(render_run_state(conversation, oob=True))
     return Frame(first_seq, last_seq, "".join(parts))
@@ -127,6 +130,16 @@ def _render_item(item, *, append: bool) -> str:
     if append:
         return f'<div hx-swap-oob="beforeend:#transcript">{html}</div>'
     return html
+
+
+def delta_part(message_pk: int, seq: int, text: str) -> str:
+    """Streamed text appended (escaped) to the bubble of a message the page shows as
+    streaming, with the seq it brings so a bubble rendered later than it is not
+    appended to twice (chatui.js); no database read, no Markdown (SPEC §8 P5)."""
+    return (
+        f'<div hx-swap-oob="beforeend:#m-{message_pk} [data-stream-text]" data-delta-seq="{seq}">'
+        f"{escape(text)}</div>"
+    )
 
 
 def _delete(dom_id: str) -> str:

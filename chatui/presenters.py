@@ -112,6 +112,9 @@ class AssistantView:
     timestamp_iso: str
     updated_seq: int
     validation: str | None = None  # T2: an old <validation> block, shown as its own block
+    # While streaming: the raw text, shown escaped; deltas append to it (SPEC §10). The
+    # Markdown is rendered once, when the message ends.
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -801,13 +804,15 @@ VALIDATION_BLOCK = re.compile(r"<validation>(?P<text>.*)</validation>", re.DOTAL
 
 def present_assistant(message: Message, meta: str | None = None) -> AssistantView:
     validation = VALIDATION_BLOCK.fullmatch(message.content.strip()) if message.is_final else None
+    streaming = not message.is_final
     return AssistantView(
         dom_id=message.dom_id,
         pk=message.pk,
         message_id=message.message_id,
         validation=validation.group("text").strip() if validation else None,
-        html=SafeString("") if validation else render_markdown(message.content),
-        is_streaming=not message.is_final,
+        html=SafeString("") if validation or streaming else render_markdown(message.content),
+        text=message.content if streaming else "",
+        is_streaming=streaming,
         meta_line=meta,
         run_id=message.run_id,
         timestamp=message.timestamp,

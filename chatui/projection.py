@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import F, Value
+from django.db.models.functions import Concat, Substr
+
 from . import search
 from .events import AGENTSPINE, details_failure, is_tool_execution_result, result_text
 from .models import (
@@ -52,16 +55,24 @@ class ChangeSet:
     # piecemeal updates. (A run's end is piecemeal: its ephemeral statuses are
     # `removed`, which is all S3 changes, since statuses never split a batch.)
     full_refresh: bool = False
+    # Messages whose only change in this call was streamed text appended to a bubble
+    # the page already shows: pk -> [(seq, text)] (SPEC §8 P5: a delta frame carries
+    # the new text, not the whole message).
+    appended: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
 
     def remove(self, message_pk: int) -> None:
         self.changed.pop(message_pk, None)
         self.created.discard(message_pk)
+        self.appended.pop(message_pk, None)
         self.removed.append(message_pk)
 
 
 # Events that change no searchable text: indexing on them would re-index a streaming
 # answer at every token (quadratic) or a running tool at every progress line.
 UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress")
+# How much of a streaming message a batch of deltas reads: enough to know whether the
+# page shows it yet (`_shows_streaming`), not the whole text (SPEC §8 P5).
+STREAM_HEAD_CHARS = 64
 
 # Message columns a projection may change after creating the row.
 MUTABLE_FIELDS = [
@@ -89,6 +100,8 @@ class Projector:
         self._empty = empty
         self._new: list[Message] = []
         self._dirty: dict[int, Message] = {}
+        # Text to append in SQL (`content || ?`) at flush: pk -> (message, [(seq, text)]).
+        self._appends: dict[int, tuple[Message, list[tuple[int, str]]]] = {}
         self._searchable: dict[int, Message] = {}  # by id(): new ones have no pk yet
         self._early_progress: set[str] | None = None  # tool ids with logged progress
         self._unclaimed: bool | None = False if empty else None
@@ -116,7 +129,13 @@ class Projector:
         self._tools.update(dict.fromkeys(call_ids))
         if not self._empty:
             mine = Message.objects.filter(conversation=self.conversation).order_by("-position")
-            for message in _chunked_in(mine, "message_id", message_ids):
+            by_id = mine
+            if events and all(event.type == "agent.message.delta" for event in events):
+                # Deltas append in SQL: a long answer is not read back at every token.
+                by_id = mine.defer("content").annotate(
+                    content_head=Substr("content", 1, STREAM_HEAD_CHARS)
+                )
+            for message in _chunked_in(by_id, "message_id", message_ids):
                 self._messages[message.message_id] = message
             for message in _chunked_in(mine.filter(role=Role.TOOL), "tool_call_id", call_ids):
                 self._tools[message.tool_call_id] = message  # the earliest one wins
@@ -163,8 +182,20 @@ class Projector:
             return
         if message.role != Role.ASSISTANT or message.is_final:
             return  # a delta after step.completed is ignored (§2 tolerance)
-        message.content += payload["delta"]
-        self._save(message, event)
+        self._append(message, payload["delta"], event)
+
+    def _append(self, message: Message, text: str, event: Event) -> None:
+        """Streamed text: appended in SQL and sent to viewers as just `text` when the
+        page already shows the message as a streaming bubble; otherwise (new, changed
+        otherwise in this call, or not shown yet: blank or JSON-like) a normal save."""
+        if message.pk is None or message.pk in self._dirty or not _shows_streaming(message):
+            message.content += text
+            self._save(message, event)
+            return
+        if "content" not in message.get_deferred_fields():
+            message.content += text  # kept current for later events of this call
+        message.updated_seq = event.seq
+        self._appends.setdefault(message.pk, (message, []))[1].append((event.seq, text))
 
     def _on_agent_step_completed(self, event: Event, payload: dict[str, Any]) -> None:
         message = (
@@ -466,7 +497,11 @@ class Projector:
         message = self._find(message_id)
         if message is None:
             self._create(event, message_id, kind, content=payload["delta"], is_final=False)
-        elif not message.is_final:
+        elif message.is_final:
+            pass
+        elif kind == Role.ASSISTANT:
+            self._append(message, payload["delta"], event)
+        else:
             message.content += payload["delta"]
             self._save(message, event)
 
@@ -516,6 +551,7 @@ class Projector:
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
         self._mark_unanswered_tools(event)
+        self._end_streams(event)
         if event.run_id:
             Run.objects.filter(conversation=self.conversation, run_id=event.run_id).update(
                 status=status,
@@ -542,6 +578,22 @@ class Projector:
                 continue
             message.metadata["no_result_recorded"] = True
             self._save(message, event)
+
+    def _end_streams(self, event: Event) -> None:
+        """A run that ends ends its streaming answers with the text they have (SPEC
+        §10: the page then shows their final Markdown, as a fresh load does)."""
+        self.flush()
+        streaming = Message.objects.filter(
+            conversation=self.conversation, role=Role.ASSISTANT, is_final=False
+        )
+        if event.run_id:
+            streaming = streaming.filter(run_id__in=[event.run_id, ""])
+        for row in streaming:
+            message = self._messages.get(row.message_id) or row
+            self._messages[row.message_id] = message
+            if not message.is_final:
+                message.is_final = True
+                self._save(message, event)
 
     def _set_conversation_status(self, status: str, run_id: str) -> None:
         if run_id:
@@ -625,6 +677,7 @@ class Projector:
         message.updated_seq = event.seq
         if message.pk is not None:
             self._dirty[message.pk] = message
+            self._appends.pop(message.pk, None)  # the whole row is written instead
         if event.type not in UNSEARCHED_EVENTS:
             self._searchable[id(message)] = message
 
@@ -640,10 +693,26 @@ class Projector:
             Message.objects.bulk_update(list(self._dirty.values()), MUTABLE_FIELDS)
             for message in self._dirty.values():
                 self.changes.changed[message.pk] = message.updated_seq
+                self.changes.appended.pop(message.pk, None)
             self._dirty = {}
+        self._flush_appends()
         if self._searchable:  # in this transaction, for what this flush wrote (SPEC §15)
             search.index_messages(self._searchable.values())
             self._searchable = {}
+
+    def _flush_appends(self) -> None:
+        """One `UPDATE … SET content = content || ?` per streaming message."""
+        for pk, (message, pieces) in self._appends.items():
+            Message.objects.filter(pk=pk).update(
+                content=Concat(F("content"), Value("".join(text for _seq, text in pieces))),
+                updated_seq=message.updated_seq,
+            )
+            # Changed otherwise earlier in this call: viewers get it whole.
+            whole = pk in self.changes.changed and pk not in self.changes.appended
+            self.changes.changed[pk] = message.updated_seq
+            if not whole:
+                self.changes.appended.setdefault(pk, []).extend(pieces)
+        self._appends = {}
 
     def _find(self, message_id: str) -> Message | None:
         if message_id not in self._messages:
@@ -737,6 +806,19 @@ class Projector:
             meta["output"] = (meta.get("output", "") + payload["output"])[-OUTPUT_TAIL_CHARS:]
         if "message" in payload:
             meta["progress_message"] = payload["message"]
+
+
+def _shows_streaming(message: Message) -> bool:
+    """Whether the page shows this unfinished assistant message as a bubble that text
+    can be appended to: the same test as `presenters.is_assistant_shown` applies to
+    streaming text (not blank, not held back as JSON-like), on the text's start."""
+    if "content" in message.get_deferred_fields():
+        head = getattr(message, "content_head", "")
+    else:
+        head = message.content[:STREAM_HEAD_CHARS]
+    # Blank so far (or in its first STREAM_HEAD_CHARS, then not known): rendered whole.
+    head = head.lstrip()
+    return bool(head) and not head.startswith(("{", "["))
 
 
 def _chunked_in(query, field_name: str, values: set[str], size: int = 500):

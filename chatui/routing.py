@@ -1,6 +1,9 @@
 from django.urls import path, re_path
 
 from .consumers import CLOSE_NOT_FOUND, TranscriptConsumer
+from .ingest_socket import IngestConsumer
+
+INGEST_PREFIX = "/ws/ingest/"
 
 
 async def unknown_path(scope, receive, send) -> None:
@@ -18,3 +21,26 @@ websocket_urlpatterns = [
     path("ws/conversations/<uuid:conversation_id>/", TranscriptConsumer.as_asgi()),
     re_path(r"", unknown_path),
 ]
+
+# SPEC §2.2: the runtimes' channel. Bearer token, no session, so not behind the
+# viewer sockets' Origin check and session middleware (see `IngestSockets`).
+ingest_websocket_urlpatterns = [
+    path("ws/ingest/<uuid:conversation_id>/", IngestConsumer.as_asgi()),
+    re_path(r"", unknown_path),
+]
+
+
+class IngestSockets:
+    """Send sockets under /ws/ingest/ to the ingest channel, all others to `viewers`.
+
+    The viewer sockets ride on the session cookie, hence their same-origin check; the
+    ingest channel authenticates by the bearer token in a header, which a page of
+    another site cannot send, and checks an Origin only when one is sent."""
+
+    def __init__(self, viewers, ingest) -> None:
+        self.viewers = viewers
+        self.ingest = ingest
+
+    async def __call__(self, scope, receive, send) -> None:
+        app = self.ingest if scope["path"].startswith(INGEST_PREFIX) else self.viewers
+        return await app(scope, receive, send)

@@ -12,7 +12,11 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chatui.edge import EdgeMiddleware, SameOriginValidator, guard_daphne  # noqa: E402
-from chatui.routing import websocket_urlpatterns  # noqa: E402
+from chatui.routing import (  # noqa: E402
+    IngestSockets,
+    ingest_websocket_urlpatterns,
+    websocket_urlpatterns,
+)
 
 # Under daphne, the edge rules must run as the request arrives: daphne reads the whole
 # body before it calls the application (chatui.edge).
@@ -21,7 +25,10 @@ guard_daphne()
 application = ProtocolTypeRouter(
     {
         "http": EdgeMiddleware(django_asgi_app),
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": IngestSockets(
+            viewers=SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            ingest=URLRouter(ingest_websocket_urlpatterns),  # SPEC §2.2: bearer tokens
+        ),
     }
 )
 

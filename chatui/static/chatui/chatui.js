@@ -138,6 +138,7 @@
    * replaces of a missing id append. */
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var detail = event.detail;
+    if (isDelta(detail)) return admitDelta(detail);
     if (detail.target !== transcript() || !detail.fragment) return;
     var fresh = detail.fragment.firstElementChild;
     var existing = fresh && fresh.id && document.getElementById(fresh.id);
@@ -148,6 +149,25 @@
       detail.shouldSwap = false; // new, so after the window's gap: "show latest" has it
     }
   });
+
+  /* A delta part (chatui.frames.delta_part) appends streamed text to a bubble. The
+   * bubble's message carries the seq it reflects: a bubble rendered after that delta
+   * was applied already has its text, so the delta is skipped, never doubled. */
+  function isDelta(detail) {
+    var part = detail.fragment;
+    return !!(part && part.getAttribute && part.hasAttribute("data-delta-seq"));
+  }
+
+  function admitDelta(detail) {
+    var seq = parseInt(detail.fragment.getAttribute("data-delta-seq"), 10);
+    var message = detail.target.closest("[data-seq]");
+    if (!message) return;
+    if (seq <= parseInt(message.getAttribute("data-seq") || "0", 10)) {
+      detail.shouldSwap = false;
+    } else {
+      message.setAttribute("data-seq", String(seq));
+    }
+  }
 
   document.addEventListener("htmx:oobErrorNoTarget", function (event) {
     var content = event.detail.content;

@@ -79,6 +79,7 @@ __all__ = [
     "ChatuiClient",
     "ChatuiError",
     "ChatuiUnavailable",
+    "EventStream",
     "PostResult",
     "RetryPolicy",
     "Run",
@@ -400,6 +401,7 @@ class _BaseClient:
             raise ValueError("no chatui URL: pass url= or set CHATUI_URL")
         if not token:
             raise ValueError("no API token: pass token= or set CHATUI_TOKEN")
+        self._token = token
         url = url.rstrip("/")
         if url.endswith(API_PREFIX):
             url = url[: -len(API_PREFIX)]
@@ -542,6 +544,29 @@ class ChatuiClient(_BaseClient):
             page = self._send(self._events_page(conversation_id, next_after))
             next_after = self._merge_page(result, page)
         return result
+
+    def stream(
+        self, conversation_id: str, *, channel: bool = False, flush_after: float = 0.025
+    ) -> EventStream:
+        """Events of one conversation with deltas coalesced (SPEC §2.2): flushed within
+        ``flush_after`` seconds, and at once before any other event. Over HTTP, or with
+        ``channel=True`` over the ingest WebSocket (``pip install chatui-client[stream]``).
+        See `chatui_client.streaming`."""
+        if channel:
+            socket = IngestChannel(
+                self.url.replace("http", "ws", 1) + f"/ws/ingest/{conversation_id}/",
+                self._token,
+                timeout=self._http.timeout.connect or 10.0,
+            )
+            return EventStream(
+                socket.send, flush_after=flush_after, wait=socket.wait, on_close=socket.close
+            )
+        stored = {"last_seq": 0}
+
+        def post(batch: list[dict[str, Any]]) -> None:
+            stored["last_seq"] = self.post_events(conversation_id, batch).last_seq
+
+        return EventStream(post, flush_after=flush_after, wait=lambda: stored["last_seq"])
 
     def run(self, conversation_id: str, run_id: str | None = None, **options: Any) -> Run:
         """A `Run` posting to this conversation (``run_id`` defaults to a new uuid)."""
@@ -795,3 +820,7 @@ class AsyncRun(_RunBase[Awaitable[PostResult]]):
 
     def _emit(self, event: dict[str, Any]) -> Awaitable[PostResult]:
         return self.client.post_event(self.conversation_id, event)
+
+
+# Last: streaming builds on the names above (SPEC §2.2).
+from .streaming import EventStream, IngestChannel  # noqa: E402

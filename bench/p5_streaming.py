@@ -1,0 +1,246 @@
+"""P5: a streamed answer — 3,000 `agent.message.delta` events of ~6 characters, 1 viewer.
+
+    .venv/bin/python bench/p5_streaming.py [--deltas 3000] [--window 300]
+                                           [--modes request,client,channel] [--rate 200]
+
+One real Chromium page (as in P1: /usr/bin/chromium through Playwright, logged in
+through the real login form) watches the conversation; it is the one viewer. Modes:
+
+  request  one delta per HTTP request, back to back on a keep-alive connection: daphne
+           CPU per delta over the first `--window` deltas and over the last `--window`
+           (flat means O(delta): SPEC §8 P5 wants last ≤ 1.25 × first, ≤ 2.5 ms)
+  client   the Python client's `stream()` over HTTP (deltas coalesced, flushed within
+           25 ms) at `--rate` tokens/s: daphne CPU per token (target ≤ 1 ms)
+  channel  the same over the §2.2 ingest WebSocket (`stream(channel=True)`)
+
+For each mode: the bytes of every socket message the page received while the answer
+streamed (per message and per delta; target ≤ 1 KB per delta), and the final text lag —
+from the commit of the last delta (stamped by bench.instrumented_asgi, as in P1) to the
+moment a MutationObserver in the page sees the whole text in the bubble (target ≤ 50 ms).
+Clocks are aligned as in P1 (`calibrate`). The answer then ends with
+`agent.step.completed` and the lag to its Markdown in the DOM is reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import time
+
+from common import Bench, cpu_seconds, loadavg, machine_line, table
+from p1_card_latency import calibrate
+
+from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on sys.path
+
+WORDS = ("token ", "delta ", "words ", "agent ", "reply ", "chunk ", "small ", "text. ")
+
+# Stamps, in the page's clock: every socket message's size, and when the bubble first
+# holds `window.__want` characters of text, and when its Markdown (<p>) first shows.
+OBSERVER = """(want) => {
+  window.__want = want;
+  window.__sizes = [];
+  window.__textAt = null;
+  window.__markdownAt = null;
+  const encoder = new TextEncoder();
+  document.addEventListener('htmx:wsBeforeMessage', (event) => {
+    window.__sizes.push(encoder.encode(event.detail.message).length);
+  });
+  const check = () => {
+    const now = performance.timeOrigin + performance.now();
+    const bubble = document.querySelector('[data-message-id="p5"] [data-stream-text]');
+    if (!window.__textAt && bubble && bubble.textContent.length >= window.__want) {
+      window.__textAt = now;
+    }
+    if (!window.__markdownAt && document.querySelector('[data-message-id="p5"] .markdown p')) {
+      window.__markdownAt = now;
+    }
+  };
+  new MutationObserver(check).observe(document.body,
+    {childList: true, subtree: true, characterData: true});
+  return true;
+}"""
+
+
+def tokens(count: int) -> list[str]:
+    return [WORDS[i % len(WORDS)] for i in range(count)]
+
+
+def commit_time(bench: Bench, conversation: str, last_seq: int) -> float:
+    """When the ingest that reached `last_seq` committed (time.time(), daphne's clock)."""
+    key = conversation.replace("-", "")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for (kind, conv, last), moment in bench.read_stamps().items():
+            if kind == "C" and conv == key and last >= last_seq:
+                return moment
+        time.sleep(0.05)
+    raise RuntimeError(f"no commit stamp for seq {last_seq}")
+
+
+def open_page(bench: Bench, browser, cookie: str, conversation: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    name, value = cookie.split("=", 1)
+    context.add_cookies([{"name": name, "value": value, "url": bench.url}])
+    page = context.new_page()
+    page.goto(f"{bench.url}/c/{conversation}/")
+    page.wait_for_function("() => window.__chatuiSocketOpen === true", timeout=15000)
+    return context, page
+
+
+def stream_by_request(bench: Bench, conversation: str, texts: list[str], window: int) -> dict:
+    """One POST per delta; CPU over the first and the last `window` deltas."""
+    url = f"/conversations/{conversation}/events"
+    cpu_marks: dict[int, float] = {}
+    last_seq = 0
+    with bench.api() as client:
+        for index, text in enumerate(texts):
+            if index in (0, window, len(texts) - window):
+                cpu_marks[index] = cpu_seconds(bench.pid)
+            body = {"type": "agent.message.delta", "message_id": "p5", "delta": text}
+            response = client.post(url, json=body)
+            if response.status_code != 200:
+                raise RuntimeError(f"POST failed: {response.status_code} {response.text[:200]}")
+            last_seq = response.json()["last_seq"]
+    end = cpu_seconds(bench.pid)
+    first = (cpu_marks[window] - cpu_marks[0]) * 1000 / window
+    last = (end - cpu_marks[len(texts) - window]) * 1000 / window
+    return {"last_seq": last_seq, "cpu_first_ms": first, "cpu_last_ms": last}
+
+
+def stream_by_client(
+    bench: Bench, conversation: str, texts: list[str], rate: float, channel: bool
+) -> dict:
+    """The Python client at `rate` tokens/s; daphne CPU per token over the whole stream."""
+    from chatui_client import ChatuiClient
+
+    with ChatuiClient(bench.url, bench.server.token) as chatui:
+        out = chatui.stream(conversation, channel=channel)
+        out.flush()  # the channel is opened on the first send: not timed
+        start_cpu, start = cpu_seconds(bench.pid), time.perf_counter()
+        for index, text in enumerate(texts):
+            due = start + index / rate
+            pause = due - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+            out.delta("p5", text)
+        last_seq = out.flush()
+        elapsed = time.perf_counter() - start
+        cpu = cpu_seconds(bench.pid) - start_cpu
+        out.close()
+    return {
+        "last_seq": last_seq,
+        "cpu_per_token_ms": cpu * 1000 / len(texts),
+        "tokens_per_s": len(texts) / elapsed,
+    }
+
+
+def run_mode(bench: Bench, browser, cookie: str, mode: str, args) -> dict:
+    conversation = bench.new_conversation(f"p5 {mode}")
+    bench.server.post_events(conversation, [{"type": "user.message", "content": "Stream."}])
+    texts = tokens(args.deltas)
+    full_text = "".join(texts)
+    context, page = open_page(bench, browser, cookie, conversation)
+    try:
+        page.evaluate(OBSERVER, len(full_text))
+        offset_before, _ = calibrate(page)
+        if mode == "request":
+            result = stream_by_request(bench, conversation, texts, args.window)
+        else:
+            result = stream_by_client(bench, conversation, texts, args.rate, mode == "channel")
+        committed = commit_time(bench, conversation, result["last_seq"])
+        page.wait_for_function("() => window.__textAt !== null", timeout=30000)
+        sizes = page.evaluate("() => window.__sizes")
+        bench.server.post_events(
+            conversation,
+            [{"type": "agent.step.completed", "message_id": "p5", "content": full_text}],
+        )
+        ended = commit_time(bench, conversation, result["last_seq"] + 1)
+        page.wait_for_function("() => window.__markdownAt !== null", timeout=30000)
+        offset_after, _ = calibrate(page)
+        offset = (offset_before + offset_after) / 2
+        text_at = page.evaluate("() => window.__textAt") / 1000 - offset
+        markdown_at = page.evaluate("() => window.__markdownAt") / 1000 - offset
+    finally:
+        context.close()
+    return {
+        "mode": mode,
+        **result,
+        "messages": len(sizes),
+        "bytes_per_message": statistics.median(sizes) if sizes else 0,
+        "bytes_max": max(sizes) if sizes else 0,
+        "bytes_per_delta": sum(sizes) / len(texts),
+        "text_lag_ms": (text_at - committed) * 1000,
+        "markdown_lag_ms": (markdown_at - ended) * 1000,
+        "load": loadavg(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--deltas", type=int, default=3000)
+    parser.add_argument("--window", type=int, default=300)
+    parser.add_argument("--modes", default="request,client,channel")
+    parser.add_argument("--rate", type=float, default=200, help="tokens/s for client, channel")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args()
+    if args.deltas < 2 * args.window:
+        parser.error("--deltas must be at least twice --window")
+    from playwright.sync_api import sync_playwright
+
+    print("P5 streamed answer ·", machine_line())
+    results = []
+    with Bench(stamps=True) as bench, sync_playwright() as playwright:
+        executable = shutil.which("chromium") or "/usr/bin/chromium"
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        cookie = bench.session_cookie()
+        try:
+            for mode in args.modes.split(","):
+                results.append(run_mode(bench, browser, cookie, mode, args))
+        finally:
+            browser.close()
+
+    rows = []
+    for r in results:
+        cpu = (
+            f"{r['cpu_first_ms']:.2f} → {r['cpu_last_ms']:.2f} "
+            f"(×{r['cpu_last_ms'] / r['cpu_first_ms']:.2f})"
+            if r["mode"] == "request"
+            else f"{r['cpu_per_token_ms']:.2f} at {r['tokens_per_s']:.0f} tok/s"
+        )
+        rows.append(
+            [
+                r["mode"],
+                cpu,
+                r["messages"],
+                r["bytes_per_message"],
+                r["bytes_max"],
+                r["bytes_per_delta"],
+                r["text_lag_ms"],
+                r["markdown_lag_ms"],
+            ]
+        )
+    print(
+        table(
+            [
+                "mode",
+                "daphne CPU ms per delta (first → last window) / per token",
+                "socket msgs",
+                "bytes/msg p50",
+                "bytes max",
+                "bytes/delta",
+                "last delta → text in DOM ms",
+                "completed → Markdown ms",
+            ],
+            rows,
+        )
+    )
+    print(f"{args.deltas} deltas, window {args.window}; load after: {loadavg()}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""The client's streaming (SPEC §2.2, issue 12 item 5) against a real daphne: deltas
+coalesced, flushed before any other event, over HTTP or the ingest channel."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from chatui_client import ChatuiClient, ChatuiError
+
+PATIENCE_S = 30  # an upper bound for eventual delivery, never a measured latency
+
+
+class CountingTransport(httpx.HTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.posts = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.posts += request.method == "POST"
+        return super().handle_request(request)
+
+
+def delta(text: str) -> dict:
+    return {"type": "agent.message.delta", "message_id": "a1", "delta": text}
+
+
+def logged(server, conversation_id: str) -> list[dict]:
+    with server.api() as api:
+        return api.get(f"/conversations/{conversation_id}/events").json()["events"]
+
+
+def test_sec2_2_client_coalesces_deltas_and_sends_them_before_any_other_event(chatui_server):
+    conversation_id = chatui_server.new_conversation("client coalescing")
+    transport = CountingTransport()
+    with ChatuiClient(chatui_server.url, chatui_server.token, transport=transport) as chatui:
+        # A long flush period: only the tool event and close() may send anything.
+        with chatui.stream(conversation_id, flush_after=60) as out:
+            for word in ("one ", "two ", "three "):
+                out.send(delta(word))
+            assert transport.posts == 0
+            out.send({"type": "agent.tool.started", "tool_call_id": "t1", "tool_name": "ls"})
+            assert transport.posts == 1  # the deltas and the tool event, in one request
+            out.send(delta("four"))
+        assert transport.posts == 2  # close() flushed the last delta
+    events = logged(chatui_server, conversation_id)
+    assert [e["type"] for e in events] == ["agent.message.delta"] * 3 + [
+        "agent.tool.started",
+        "agent.message.delta",
+    ]
+    assert [e["payload"].get("delta") for e in events if "delta" in e["payload"]] == [
+        "one ",
+        "two ",
+        "three ",
+        "four",
+    ]
+    # One request, one ingest call: the first four share their server receive time.
+    assert len({e["timestamp"] for e in events[:4]}) == 1
+
+
+def test_sec2_2_client_flushes_waiting_deltas_by_itself(chatui_server):
+    conversation_id = chatui_server.new_conversation("client timer")
+    with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+        out = chatui.stream(conversation_id)
+        out.delta("a1", "no flush called")
+        deadline = time.monotonic() + PATIENCE_S
+        while not logged(chatui_server, conversation_id) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [e["payload"]["delta"] for e in logged(chatui_server, conversation_id)] == [
+            "no flush called"
+        ]
+        out.close()
+
+
+def test_sec2_2_client_over_the_channel_stores_everything_once_across_a_drop(chatui_server):
+    conversation_id = chatui_server.new_conversation("client channel")
+    with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+        out = chatui.stream(conversation_id, channel=True)
+        channel, sent = out._send.__self__, []
+
+        def recording(batch: list[dict]) -> None:
+            sent.extend(batch)
+            channel.send(batch)
+
+        out._send = recording
+        for word in ("one ", "two ", "three "):
+            out.delta("a1", word)
+        assert out.flush() == 3
+        # As if the socket had dropped before its acks came: all three are re-sent.
+        channel._unacked.update({event["event_id"]: event for event in sent})
+        channel._socket.close()
+        out.delta("a1", "four")
+        out.send({"type": "agent.step.completed", "message_id": "a1", "content": "done"})
+        assert out.flush() == 5
+        out.close()
+        assert len(sent) == 5
+    events = logged(chatui_server, conversation_id)
+    assert len(events) == 5 and len({e["event_id"] for e in events}) == 5
+    with chatui_server.api() as api:
+        messages = api.get(f"/conversations/{conversation_id}").json()["messages"]
+    assert [m["content"] for m in messages] == ["done"]
+
+
+def test_sec2_2_client_channel_raises_the_servers_error_and_goes_on(chatui_server):
+    conversation_id = chatui_server.new_conversation("client channel error")
+    with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+        out = chatui.stream(conversation_id, channel=True)
+        out.send({"type": "agent.tool.started", "tool_call_id": "t1"})  # no tool_name
+        with pytest.raises(ChatuiError) as refused:
+            out.flush()
+        assert refused.value.status == 400 and refused.value.field == "tool_name"
+        out.delta("a1", "still streaming")
+        assert out.flush() == 1
+        out.close()
