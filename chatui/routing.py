@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from .consumers import CLOSE_NOT_FOUND, TranscriptConsumer
+from .consumers import CLOSE_NOT_FOUND, ConversationListConsumer, TranscriptConsumer
 
 
 async def unknown_path(scope, receive, send) -> None:
@@ -15,6 +15,7 @@ async def unknown_path(scope, receive, send) -> None:
 
 
 websocket_urlpatterns = [
+    path("ws/rows/", ConversationListConsumer.as_asgi()),
     path("ws/conversations/<uuid:conversation_id>/", TranscriptConsumer.as_asgi()),
     re_path(r"", unknown_path),
 ]

@@ -14,8 +14,7 @@ import zipfile
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils.html import format_html
@@ -25,25 +24,14 @@ from django.views.decorators.http import require_POST
 from .. import search
 from ..exporters import EXPORT_FORMATS, export_text
 from ..ingest import reproject
-from ..models import Conversation, Message, Role
+from ..models import Conversation, Role
 from ..reveal import reveal_invisible
+from ..selectors import message_count
 from .audit import audit_context
 from .base import ERROR_Q, VIEW_SECRETS, AuditAdmin
 from .filters import HasErrorsFilter, ToolNameFilter
 from .imports import ImportViewMixin
 from .reveal import RevealViewMixin
-
-
-def _message_count(condition: Q) -> Coalesce:
-    """The number of a conversation's messages matching `condition`, as a subquery."""
-    matching = (
-        Message.objects.filter(condition, conversation=OuterRef("pk"))
-        .order_by()
-        .values("conversation")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return Coalesce(Subquery(matching, output_field=IntegerField()), 0)
 
 
 @admin.register(Conversation)
@@ -101,9 +89,9 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
             .get_queryset(request)
             .select_related("owner")
             .annotate(
-                n_messages=_message_count(Q()),
-                n_tool_calls=_message_count(Q(role=Role.TOOL)),
-                n_errors=_message_count(ERROR_Q),
+                n_messages=message_count(Q()),
+                n_tool_calls=message_count(Q(role=Role.TOOL)),
+                n_errors=message_count(ERROR_Q),
             )
         )
 
