@@ -215,9 +215,7 @@ def test_a_row_frame_reaches_the_owners_list_socket(user):
 @pytest.mark.django_db(transaction=True)
 def test_list_socket_refuses_anonymous_readers():
     async def scenario() -> int | None:
-        communicator = WebsocketCommunicator(
-            application, "/ws/rows/", headers=[HOST, ORIGIN]
-        )
+        communicator = WebsocketCommunicator(application, "/ws/rows/", headers=[HOST, ORIGIN])
         await communicator.connect()
         closed = await communicator.receive_output(timeout=5)
         while closed["type"] != "websocket.close":
