@@ -10,9 +10,10 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from .. import presenters, selectors
-from ..models import Conversation, Message, Run
+from ..models import Conversation, Message
 from ..reveal import pretty_json, reveal_invisible, reveal_items, reveal_text, revealed_block
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
+from .timeline import first_error_anchor, run_summaries
 
 #: Messages of a conversation shown in its admin page (the latest ones; the
 #: window never cuts a tool batch in two). Exports hold everything.
@@ -22,7 +23,6 @@ TRANSCRIPT_LIMIT = 1000
 def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
     window, has_earlier = selectors.transcript_window(conversation, limit=TRANSCRIPT_LIMIT)
     items = reveal_items(presenters.present_transcript(window))
-    runs = list(Run.objects.filter(conversation=conversation).order_by("started_seq"))
     scope = f"?{ConversationFilter.parameter_name}={conversation.pk}"
     user = request.user
     return {
@@ -32,19 +32,10 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_has_earlier": has_earlier,
         "audit_shown": len(window),
         "audit_total": getattr(conversation, "n_messages", len(window)),
+        "audit_summary": run_summaries(conversation, window),
+        "audit_first_error": first_error_anchor(window),
         "audit_tool_calls": [
             tool_call_row(message, user) for message in window if message.role == "tool"
-        ],
-        "audit_runs": [
-            {
-                "run_id": reveal_invisible(run.run_id),
-                "status": run.status,
-                "started_at": run.started_at,
-                "ended_at": run.ended_at,
-                "error_message": reveal_invisible(run.error_message),
-                "started_seq": run.started_seq,
-            }
-            for run in runs
         ],
         "audit_events_url": (
             reverse("admin:chatui_event_changelist") + scope
@@ -93,5 +84,4 @@ def tool_call_row(message: Message, user) -> dict[str, Any]:
         "args": pretty_json(meta["args"]) if "args" in meta else None,
         "result": pretty_json(meta["tool_result"]) if "tool_result" in meta else None,
         "error": revealed_block(meta["tool_error"]) if meta.get("tool_error") else None,
-        "details": pretty_json(meta["details"]) if "details" in meta else None,
     }

@@ -32,6 +32,7 @@ from .base import ERROR_Q, VIEW_SECRETS, AuditAdmin
 from .filters import HasErrorsFilter, ToolNameFilter
 from .imports import ImportViewMixin
 from .reveal import RevealViewMixin
+from .timeline import exact_time
 
 
 @admin.register(Conversation)
@@ -59,8 +60,8 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "owner_shown",
         "status",
         "id",
-        "created_at",
-        "updated_at",
+        "created_exact",
+        "updated_exact",
         "last_seq",
         "messages_count",
         "tool_calls_count",
@@ -104,6 +105,14 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
     @admin.display(description="title", ordering="title")
     def title_shown(self, obj):
         return reveal_invisible(str(obj))
+
+    @admin.display(description="created at")
+    def created_exact(self, obj):
+        return exact_time(obj.created_at)
+
+    @admin.display(description="updated at")
+    def updated_exact(self, obj):
+        return exact_time(obj.updated_at)
 
     @admin.display(description="owner", ordering="owner__username")
     def owner_shown(self, obj):
