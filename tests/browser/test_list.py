@@ -39,7 +39,7 @@ def test_list_opens_at_the_top_with_preview_and_counts(open_page, listed):
     page, watch = open_page("/", width=390, height=700)
     page.wait_for_load_state("load")
     expect(page.locator("[data-conversation-rows]")).to_be_visible()
-    page.wait_for_function("window.__chatuiSocketOpen === true")
+    page.wait_for_function("() => window.__chatuiRowsSocketOpen === true")
     # The page is taller than the phone's screen, and still shows its heading.
     assert page.evaluate("document.scrollingElement.scrollHeight > innerHeight")
     assert page.evaluate("window.scrollY") == 0
@@ -60,7 +60,7 @@ def test_a_running_runs_status_updates_live_in_the_list(open_page, chatui_server
     watched = chatui_server.new_conversation("Watched live")
     chatui_server.post_events(watched, [{"type": "user.message", "content": "start"}])
     page, watch = open_page("/")
-    page.wait_for_function("window.__chatuiSocketOpen === true")
+    page.wait_for_function("() => window.__chatuiRowsSocketOpen === true")
     row = page.locator(f"#row-{watched}")
     expect(row.locator("[data-status-badge]")).to_have_count(0)
     chatui_server.post_events(
@@ -102,3 +102,26 @@ def test_rail_is_not_shown_at_phone_width(open_page, listed):
     expect(page.locator("#transcript")).to_be_visible()
     expect(page.locator("#rail")).to_be_hidden()
     assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+
+
+def test_rail_marks_a_running_conversation_live_without_touching_the_transcript(
+    open_page, chatui_server, listed
+):
+    other = chatui_server.new_conversation("Rail live")
+    chatui_server.post_events(other, [{"type": "user.message", "content": "later"}])
+    page, watch = open_page(f"/c/{listed['counted']}/", width=1400, height=500)
+    page.wait_for_function("() => window.__chatuiRowsSocketOpen === true")
+    page.wait_for_function("() => window.__chatuiSocketOpen === true")
+    page.evaluate("window.scrollTo(0, 0)")  # the reader scrolled up: not at the bottom
+    chatui_server.post_events(other, [{"type": "agent.status", "status": "running", "run_id": "x"}])
+    badge = page.locator(f"#rail #row-{other} [data-status-badge]")
+    expect(badge).to_have_text("Running")
+    # Another conversation's row is no activity of this transcript.
+    expect(page.locator("#new-activity")).to_be_hidden()
+    assert page.evaluate("window.scrollY") == 0
+    # The current conversation stays marked after its own row is re-rendered.
+    chatui_server.post_events(listed["counted"], [{"type": "user.message", "content": "one more"}])
+    current = page.locator(f"#rail #row-{listed['counted']} a")
+    expect(current.locator("[data-row-preview]")).to_have_text("one more")
+    expect(current).to_have_attribute("aria-current", "page")
+    assert watch.page_errors == []

@@ -90,11 +90,26 @@
 
   var stickToBottom = true;
 
+  /* The list and the rail have their own socket (/ws/rows/): its row frames carry no
+   * seq and are no transcript activity (no autoscroll, no "new activity"). */
+  function isRowsSocket(event) {
+    var el = event.target;
+    return !!(el && el.matches && el.matches("[data-conversation-rows]"));
+  }
+
   // Exposed for end-to-end tests and themes: is the live socket open right now?
-  document.addEventListener("htmx:wsOpen", function () { window.__chatuiSocketOpen = true; });
-  document.addEventListener("htmx:wsClose", function () { window.__chatuiSocketOpen = false; });
+  // (__chatuiSocketOpen: the transcript's; __chatuiRowsSocketOpen: the list's or rail's.)
+  document.addEventListener("htmx:wsOpen", function (event) {
+    if (isRowsSocket(event)) window.__chatuiRowsSocketOpen = true;
+    else window.__chatuiSocketOpen = true;
+  });
+  document.addEventListener("htmx:wsClose", function (event) {
+    if (isRowsSocket(event)) window.__chatuiRowsSocketOpen = false;
+    else window.__chatuiSocketOpen = false;
+  });
 
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    if (isRowsSocket(event)) return;
     stickToBottom = atBottom();
     var text = event.detail.message;
     if (!admitFrame(text)) {
@@ -106,6 +121,7 @@
   });
 
   document.addEventListener("htmx:wsAfterMessage", function (event) {
+    if (isRowsSocket(event)) return;
     setAppliedSeq(frameLastSeq(event.detail.message));
     afterChange();
   });
