@@ -180,6 +180,9 @@ def test_conversation_page_has_the_rail_with_the_readers_conversations(
     assert 'id="rail"' in html and f'id="row-{mine.pk}"' in html
     assert f'id="row-{theirs.pk}"' not in html
     assert 'aria-current="page"' in html
+    # Compact: no preview, so the page holds no text of the conversation beyond its window.
+    rail = html[html.index('id="rail"') : html.index("</nav>", html.index('id="rail"'))]
+    assert "data-row-preview" not in rail
 
 
 @pytest.mark.django_db(transaction=True)
