@@ -21,7 +21,7 @@ HEADING_ANSWER = {
 
 @pytest.fixture(scope="module")
 def audited(chatui_server) -> str:
-    conversation_id = chatui_server.new_conversation("Audit timeline")
+    conversation_id = chatui_server.new_conversation("Timeline under review")
     chatui_server.post_events(conversation_id, [*showcase_events(), HEADING_ANSWER])
     return conversation_id
 
