@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import frames, selectors
-from .broadcast import group_name
+from .broadcast import group_name, rows_group
 from .events import parse_seq
 from .models import Conversation
 from .revocation import session_group, session_user, user_group
@@ -212,3 +212,40 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if open_sockets[self.slot_of] <= 0:
             del open_sockets[self.slot_of]
         self.slot_of = None
+
+
+class ConversationListConsumer(TranscriptConsumer):
+    """`/ws/rows/`: the reader's own conversation rows, live, for the list
+    page and the rail (SPEC §10). Rows are rendered once by the broadcaster and sent
+    to the reader's rows group; this consumer only forwards them, and shares the
+    transcript consumer's access rules: a signed-in reader, closed on logout or when
+    the session no longer belongs to them, counted against the per-user socket cap,
+    never taking input."""
+
+    async def connect(self) -> None:
+        user = self.scope["user"]
+        self.reader_pk = user.pk if user.is_authenticated else None
+        if self.reader_pk is not None:
+            await self._join(user_group(self.reader_pk))
+            if self._session_key():
+                await self._join(session_group(self._session_key()))
+        verdict = self._verdict(user)
+        if verdict is None and not self._take_slot(self.reader_pk):
+            verdict = CLOSE_TOO_MANY_SOCKETS
+        if verdict:
+            await self.accept()
+            await self._end(verdict)
+            return
+        await self._join(rows_group(self.reader_pk))
+        await self.accept()
+        self.watcher = asyncio.create_task(self._recheck_periodically())
+
+    async def list_row(self, message: dict) -> None:
+        """A conversation row rendered once by the broadcaster (chatui.broadcast)."""
+        if not self.ended:
+            await self.send(text_data=message["html"])
+
+    def _verdict(self, user) -> int | None:
+        if user is None or not user.is_authenticated or not user.is_active:
+            return CLOSE_FORBIDDEN
+        return None if user.pk == self.reader_pk else CLOSE_FORBIDDEN

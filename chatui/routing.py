@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from .consumers import CLOSE_NOT_FOUND, TranscriptConsumer
+from .consumers import CLOSE_NOT_FOUND, ConversationListConsumer, TranscriptConsumer
 from .ingest_socket import IngestConsumer
 
 INGEST_PREFIX = "/ws/ingest/"
@@ -18,6 +18,7 @@ async def unknown_path(scope, receive, send) -> None:
 
 
 websocket_urlpatterns = [
+    path("ws/rows/", ConversationListConsumer.as_asgi()),
     path("ws/conversations/<uuid:conversation_id>/", TranscriptConsumer.as_asgi()),
     re_path(r"", unknown_path),
 ]

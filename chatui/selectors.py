@@ -6,9 +6,10 @@ from collections.abc import Iterable, Iterator
 from itertools import takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce, Substr
 
-from .models import Conversation, Event, Message, Role
+from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
 from .presenters import is_assistant_shown
 
 VIEW_ANY = "chatui.view_conversation"
@@ -202,3 +203,54 @@ def _chunks(query: QuerySet[Message]) -> Iterator[Message]:
         if len(chunk) < _LOOKBACK:
             return
         offset += _LOOKBACK
+
+
+# -- the conversation list and the rail ---------------------------------------------------
+
+#: Characters of the last message read for its preview: more than the row shows, so a
+#: secret is masked whole before the preview is clipped (chatui.listing).
+PREVIEW_SOURCE_CHARS = 2000
+#: Status lines a preview skips: shown only while their run goes (S3).
+_PREVIEWED = ~Q(role=Role.STATUS, status_type__in=StatusType.EPHEMERAL) & ~Q(content="")
+FAILED_TOOL = Q(role=Role.TOOL, tool_status=ToolStatus.ERROR)
+
+
+def message_count(condition: Q) -> Coalesce:
+    """The number of a conversation's messages matching `condition`, as a subquery
+    (correlated, so filters or joins elsewhere in the query cannot inflate it)."""
+    matching = (
+        Message.objects.filter(condition, conversation=OuterRef("pk"))
+        .order_by()
+        .values("conversation")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(matching, output_field=IntegerField()), 0)
+
+
+def with_row_data(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """What a list row shows, in the same query as the rows (one subquery per value,
+    no query per row): tool calls, failed ones, the last shown message (role, tool,
+    its text's start) and the latest run's status."""
+    last = Message.objects.filter(_PREVIEWED, conversation=OuterRef("pk")).order_by("-position")
+    latest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-started_seq")
+    return conversations.annotate(
+        n_tools=message_count(Q(role=Role.TOOL)),
+        n_failed=message_count(FAILED_TOOL),
+        last_role=Subquery(last.values("role")[:1]),
+        last_tool=Subquery(last.values("tool_name")[:1]),
+        last_text=Subquery(
+            last.annotate(start=Substr("content", 1, PREVIEW_SOURCE_CHARS)).values("start")[:1]
+        ),
+        run_status=Subquery(latest_run.values("status")[:1]),
+    )
+
+
+def conversation_rows(user: AbstractBaseUser, limit: int) -> list[Conversation]:
+    """The reader's latest conversations, newest first, with their row data."""
+    return list(with_row_data(conversations_for(user))[:limit])
+
+
+def conversation_row(conversation_id) -> Conversation | None:
+    """One conversation with its row data (a live row update)."""
+    return with_row_data(Conversation.objects.filter(pk=conversation_id)).first()

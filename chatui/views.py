@@ -12,12 +12,14 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import agents, frames, pages, search, selectors, services
+from . import agents, frames, listing, pages, search, selectors, services
 from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
 
 LIST_LIMIT = 100
+#: Conversations in the conversation page's rail (wide screens, SPEC §10).
+RAIL_LIMIT = 30
 
 
 @login_required
@@ -26,8 +28,8 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     """The reader's conversations, or with `?q=` the search results (SPEC §15)."""
     query = request.GET.get("q", "")
     if not query.strip():
-        conversations = selectors.conversations_for(request.user)[:LIST_LIMIT]
-        return render(request, "chatui/conversation_list.html", {"conversations": conversations})
+        rows = listing.present_rows(selectors.conversation_rows(request.user, LIST_LIMIT))
+        return render(request, "chatui/conversation_list.html", {"rows": rows})
     before = _optional_number(request, "before")
     if before is False:
         return HttpResponse("'before' must be a message id (ASCII digits)", status=400)
@@ -73,6 +75,9 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context["compose_token"] = uuid.uuid4().hex
     context["can_post"] = conversation.owner_id == request.user.pk
     context["accepts_input"] = pages.composer_open(conversation)
+    context["rail_rows"] = listing.present_rows(
+        selectors.conversation_rows(request.user, RAIL_LIMIT)
+    )
     return render(request, "chatui/conversation.html", context)
 
 

@@ -90,11 +90,26 @@
 
   var stickToBottom = true;
 
+  /* The list and the rail have their own socket (/ws/rows/): its row frames carry no
+   * seq and are no transcript activity (no autoscroll, no "new activity"). */
+  function isRowsSocket(event) {
+    var el = event.target;
+    return !!(el && el.matches && el.matches("[data-conversation-rows]"));
+  }
+
   // Exposed for end-to-end tests and themes: is the live socket open right now?
-  document.addEventListener("htmx:wsOpen", function () { window.__chatuiSocketOpen = true; });
-  document.addEventListener("htmx:wsClose", function () { window.__chatuiSocketOpen = false; });
+  // (__chatuiSocketOpen: the transcript's; __chatuiRowsSocketOpen: the list's or rail's.)
+  document.addEventListener("htmx:wsOpen", function (event) {
+    if (isRowsSocket(event)) window.__chatuiRowsSocketOpen = true;
+    else window.__chatuiSocketOpen = true;
+  });
+  document.addEventListener("htmx:wsClose", function (event) {
+    if (isRowsSocket(event)) window.__chatuiRowsSocketOpen = false;
+    else window.__chatuiSocketOpen = false;
+  });
 
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    if (isRowsSocket(event)) return;
     stickToBottom = atBottom();
     var text = event.detail.message;
     if (!admitFrame(text)) {
@@ -106,6 +121,7 @@
   });
 
   document.addEventListener("htmx:wsAfterMessage", function (event) {
+    if (isRowsSocket(event)) return;
     setAppliedSeq(frameLastSeq(event.detail.message));
     afterChange();
   });
@@ -225,6 +241,9 @@
 
   function afterChange() {
     decorate(document);
+    // Only a transcript follows new output: the list page (live rows) stays where
+    // the reader is (issue 15: it used to jump to the bottom on load).
+    if (!transcript()) return;
     var button = document.getElementById("new-activity");
     if (stickToBottom) {
       scroller().scrollTop = scroller().scrollHeight;
@@ -382,7 +401,37 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     decorate(document);
+    if (!transcript()) return; // the list and other pages open at the top
     if (revealAnchor()) stickToBottom = false;
     else scroller().scrollTop = scroller().scrollHeight;
+  });
+
+  /* --- live conversation rows (list page and rail): a changed row moves to the top,
+   * a new one is added there (newest first, as the server orders them) --- */
+  function placeRow(fresh) {
+    var list = document.querySelector("[data-conversation-rows]");
+    if (!list) return;
+    var existing = document.getElementById(fresh.id);
+    var current = existing && existing.querySelector("a[aria-current]");
+    if (current) fresh.querySelector("a").setAttribute("aria-current", "page");
+    if (existing) existing.remove();
+    list.insertBefore(fresh, list.firstElementChild);
+    decorate(fresh);
+  }
+
+  function isRow(element) {
+    return element && /^row-[0-9a-f-]{36}$/.test(element.id || "");
+  }
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var fresh = event.detail.fragment && event.detail.fragment.firstElementChild;
+    if (!isRow(fresh)) return;
+    event.detail.shouldSwap = false;
+    placeRow(fresh);
+  });
+
+  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
+    var content = event.detail.content;
+    if (isRow(content)) placeRow(content);
   });
 })();

@@ -1,0 +1,87 @@
+"""The audit page of one conversation (the admin change view's extra context): the
+transcript with the page's own partials, the tool calls with their args and results
+as pretty JSON (masked, T3), the runs, and links to the raw events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from django.urls import reverse
+
+from .. import presenters, selectors
+from ..models import Conversation, Message
+from ..reveal import pretty_json, reveal_invisible, reveal_items, reveal_text, revealed_block
+from .base import VIEW_SECRETS, ConversationFilter, masked_message
+from .timeline import first_error_anchor, run_summaries
+
+#: Messages of a conversation shown in its admin page (the latest ones; the
+#: window never cuts a tool batch in two). Exports hold everything.
+TRANSCRIPT_LIMIT = 1000
+
+
+def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+    window, has_earlier = selectors.transcript_window(conversation, limit=TRANSCRIPT_LIMIT)
+    items = reveal_items(presenters.present_transcript(window))
+    scope = f"?{ConversationFilter.parameter_name}={conversation.pk}"
+    user = request.user
+    return {
+        "subtitle": reveal_text(str(conversation)),
+        "audit_title": reveal_invisible(str(conversation)),
+        "audit_items": items,
+        "audit_has_earlier": has_earlier,
+        "audit_shown": len(window),
+        "audit_total": getattr(conversation, "n_messages", len(window)),
+        "audit_summary": run_summaries(conversation, window),
+        "audit_first_error": first_error_anchor(window),
+        "audit_tool_calls": [
+            tool_call_row(message, user) for message in window if message.role == "tool"
+        ],
+        "audit_events_url": (
+            reverse("admin:chatui_event_changelist") + scope
+            if user.has_perm("chatui.view_event")
+            else None
+        ),
+        "audit_messages_url": (
+            reverse("admin:chatui_message_changelist") + scope
+            if user.has_perm("chatui.view_message")
+            else None
+        ),
+        "audit_runs_url": (
+            reverse("admin:chatui_run_changelist") + scope
+            if user.has_perm("chatui.view_run")
+            else None
+        ),
+    }
+
+
+def tool_call_row(message: Message, user) -> dict[str, Any]:
+    """The audit row of one tool call, its tool text masked (T3); holders of
+    chatui.view_secrets get the form that reveals it (and records that they did)."""
+    reveal_url = (
+        reverse("admin:chatui_conversation_reveal", args=[message.conversation_id, message.pk])
+        if user.has_perm(VIEW_SECRETS)
+        else None
+    )
+    message = masked_message(message)
+    meta = message.metadata or {}
+    return {
+        "pk": message.pk,
+        "reveal_url": reveal_url,
+        "url": (
+            reverse("admin:chatui_message_change", args=[message.pk])
+            if user.has_perm("chatui.view_message")
+            else None
+        ),
+        "tool_name": reveal_invisible(message.tool_name),
+        "tool_call_id": reveal_invisible(message.tool_call_id),
+        "parent_tool_call_id": reveal_invisible(message.parent_tool_call_id),
+        "status": message.tool_status,
+        "duration": presenters.duration_text(meta.get("tool_duration_ms")),
+        "args_summary": (
+            reveal_invisible(meta["args_summary"]) if meta.get("args_summary") else None
+        ),
+        "args": pretty_json(meta["args"]) if "args" in meta else None,
+        "result": pretty_json(meta["tool_result"]) if "tool_result" in meta else None,
+        "error": revealed_block(meta["tool_error"]) if meta.get("tool_error") else None,
+    }

@@ -1,0 +1,58 @@
+"""The conversation list's filters: errors and tool names."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Exists, OuterRef
+
+from ..models import Message, Role
+from ..reveal import reveal_invisible
+from ..text import clip
+from .base import ERROR_Q
+
+
+class HasErrorsFilter(admin.SimpleListFilter):
+    """A failed tool call or an error status line (a failed run)."""
+
+    title = "errors"
+    parameter_name = "has_errors"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "With errors"), ("no", "Without errors")]
+
+    def queryset(self, request, queryset):
+        errors = Exists(Message.objects.filter(ERROR_Q, conversation=OuterRef("pk")))
+        if self.value() == "yes":
+            return queryset.filter(errors)
+        if self.value() == "no":
+            return queryset.filter(~errors)
+        return queryset
+
+
+class ToolNameFilter(admin.SimpleListFilter):
+    """Conversations that called a tool, by name (the 200 first names, A→Z)."""
+
+    title = "tool name"
+    parameter_name = "tool"
+    limit = 200
+
+    def lookups(self, request, model_admin):
+        names = (
+            Message.objects.filter(role=Role.TOOL)
+            .exclude(tool_name="")
+            .order_by("tool_name")
+            .values_list("tool_name", flat=True)
+            .distinct()[: self.limit]
+        )
+        return [(name, reveal_invisible(clip(name, 60))) for name in names]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(
+            Exists(
+                Message.objects.filter(
+                    conversation=OuterRef("pk"), role=Role.TOOL, tool_name=self.value()
+                )
+            )
+        )

@@ -1,0 +1,72 @@
+"""The projected messages, read-only; tool text masked (T3)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from ..models import Message
+from ..reveal import pretty_json, reveal_invisible, revealed_block
+from ..text import clip, collapse_newlines
+from .base import LIST_TEXT_CHARS, ConversationFilter, ConversationScopedAdmin, masked_message
+
+
+@admin.register(Message)
+class MessageAdmin(ConversationScopedAdmin):
+    list_display = (
+        "position",
+        "role",
+        "conversation_shown",
+        "tool_name_shown",
+        "tool_status",
+        "status_type",
+        "content_excerpt",
+        "timestamp",
+    )
+    list_display_links = ("position", "role")
+    list_filter = (ConversationFilter, "role", "tool_status", "status_type")
+    search_fields = ("content", "tool_name", "=message_id", "=tool_call_id")
+    search_help_text = "Message text or tool name; exact message or tool call id."
+    ordering = ("-timestamp", "-position")
+    scoped_ordering = ("position",)
+    fields = (
+        "conversation_shown",
+        "message_id_shown",
+        "role",
+        "position",
+        "run_id",
+        "tool_call_id_shown",
+        "tool_name_shown",
+        "tool_status",
+        "parent_tool_call_id",
+        "status_type",
+        "is_final",
+        "updated_seq",
+        "timestamp",
+        "content_shown",
+        "metadata_shown",
+    )
+
+    @admin.display(description="message id")
+    def message_id_shown(self, obj):
+        return reveal_invisible(obj.message_id)
+
+    @admin.display(description="tool call id")
+    def tool_call_id_shown(self, obj):
+        return reveal_invisible(obj.tool_call_id)
+
+    @admin.display(description="tool name", ordering="tool_name")
+    def tool_name_shown(self, obj):
+        return reveal_invisible(obj.tool_name)
+
+    @admin.display(description="content")
+    def content_excerpt(self, obj):
+        content = masked_message(obj).content
+        return reveal_invisible(clip(collapse_newlines(content), LIST_TEXT_CHARS))
+
+    @admin.display(description="content")
+    def content_shown(self, obj):
+        return revealed_block(masked_message(obj).content)
+
+    @admin.display(description="metadata")
+    def metadata_shown(self, obj):
+        return pretty_json(masked_message(obj).metadata)

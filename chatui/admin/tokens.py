@@ -1,0 +1,40 @@
+"""API tokens, listed without their hashes (superusers may revoke them), and the
+record of who revealed which secrets."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from ..models import ApiToken, SecretReveal
+from .base import AuditAdmin, ReadOnlyAdmin
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(AuditAdmin):
+    """Tokens without their hashes. Superusers may revoke (delete) them; new ones
+    come from `manage.py create_api_token USERNAME`, which shows the raw key once."""
+
+    list_display = ("prefix_shown", "user", "name", "created_at", "last_used_at")
+    list_filter = (("user", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("prefix", "name", "user__username")
+    fields = ("prefix_shown", "user", "name", "created_at", "last_used_at")
+    readonly_fields = fields
+    list_select_related = ("user",)
+    ordering = ("-created_at",)
+
+    @admin.display(description="token", ordering="prefix")
+    def prefix_shown(self, obj):
+        return f"{obj.prefix}…"
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+
+@admin.register(SecretReveal)
+class SecretRevealAdmin(ReadOnlyAdmin):
+    """Who revealed which entry, when: listed, never added, changed or deleted here."""
+
+    list_display = ("at", "user", "conversation", "message_key")
+    list_filter = ("user",)
+    ordering = ("-at",)
+    fields = ("at", "user", "conversation", "message_key", "message")
