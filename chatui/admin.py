@@ -301,6 +301,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "messages_count",
         "tool_calls_count",
         "errors_count",
+        "replay_links",
     )
     readonly_fields = fields
     actions = (
@@ -376,6 +377,17 @@ class ConversationAdmin(admin.ModelAdmin):
         if obj.n_errors:
             return format_html('<strong class="chatui-errors">{}</strong>', obj.n_errors)
         return 0
+
+    @admin.display(description="replay")
+    def replay_links(self, obj):
+        """SPEC §14: the log played back, and the page as of any event (`?at=`)."""
+        return format_html(
+            '<a href="{}" data-admin-replay>▶ Replay</a> · <a href="{}?at={}">As of event {}</a>',
+            reverse("chatui:replay", args=[obj.pk]),
+            obj.get_absolute_url(),
+            obj.last_seq,
+            obj.last_seq,
+        )
 
     def changelist_view(self, request, extra_context=None):
         extra = {"can_import": self.has_import_permission(request), **(extra_context or {})}
