@@ -1,0 +1,93 @@
+"""SPEC §14 in a real browser: the replay player plays, pauses, steps and scrubs, and
+each frame it shows is the page as it stood after that event."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_live import normalised
+from tests.support.showcase import showcase_events
+
+FRAMES_SEEN = """() => {
+  const player = document.getElementById("replay");
+  window.__framesSeen = [];
+  new MutationObserver(() => window.__framesSeen.push(player.getAttribute("data-shown-seq")))
+    .observe(player, {attributes: true, attributeFilter: ["data-shown-seq"]});
+}"""
+
+# The player is idle: the seq it shows is the one asked for (the scrubber's).
+SETTLED = """() => document.getElementById("replay").getAttribute("data-shown-seq")
+  === document.querySelector("[data-replay-scrubber]").value"""
+
+
+@pytest.fixture(scope="module")
+def showcase(chatui_server) -> tuple[str, int]:
+    conversation_id = chatui_server.new_conversation("replayed showcase")
+    answer = chatui_server.post_events(conversation_id, showcase_events())
+    return conversation_id, answer["last_seq"]
+
+
+def shown_seq(page, seq: int) -> None:
+    expect(page.locator("#replay")).to_have_attribute("data-shown-seq", str(seq), timeout=20000)
+    expect(page.locator("#transcript")).to_have_attribute("data-last-seq", str(seq))
+
+
+def as_of(open_page, conversation_id: str, seq: int) -> str:
+    page, _ = open_page(f"/c/{conversation_id}/?at={seq}")
+    return normalised(page)
+
+
+def test_sec14_replay_at_16x_of_the_showcase_ends_equal_to_a_fresh_load(showcase, open_page):
+    conversation_id, last_seq = showcase
+    page, watch = open_page(f"/c/{conversation_id}/replay")
+    page.evaluate(FRAMES_SEEN)
+    page.select_option("[data-replay-speed]", "16")
+    page.click("[data-replay-play]")
+    expect(page.locator("#replay")).to_have_attribute("data-playing", "")
+    shown_seq(page, last_seq)
+    expect(page.locator("#replay")).not_to_have_attribute("data-playing", "")
+    seen = [int(seq) for seq in page.evaluate("window.__framesSeen")]
+    assert len(seen) > 1 and seen == sorted(set(seen)) and seen[-1] == last_seq  # forward only
+    fresh, _ = open_page(f"/c/{conversation_id}/")
+    assert normalised(page) == normalised(fresh)
+    expect(page.locator("#moment-label")).to_contain_text(f"As of event {last_seq} · ")
+    assert watch.page_errors == [] and watch.console_errors == []
+
+
+def test_sec14_replay_scrubber_jumps_backwards_and_forwards(showcase, open_page):
+    conversation_id, last_seq = showcase
+    page, watch = open_page(f"/c/{conversation_id}/replay")
+    scrubber = page.locator("[data-replay-scrubber]")
+    scrubber.focus()
+    page.keyboard.press("End")  # the range input's own keys: to the last event
+    shown_seq(page, last_seq)
+    for seq in (30, 5, 41):  # back, back, forward
+        scrubber.evaluate(
+            "(el, seq) => { el.value = String(seq);"
+            " el.dispatchEvent(new Event('input', {bubbles: true})); }",
+            seq,
+        )
+        shown_seq(page, seq)
+        expect(page.locator("#moment-label")).to_contain_text(f"As of event {seq} · ")
+        assert normalised(page) == as_of(open_page, conversation_id, seq)
+    assert watch.page_errors == []
+
+
+def test_sec14_replay_pause_and_step(showcase, open_page):
+    conversation_id, _ = showcase
+    page, watch = open_page(f"/c/{conversation_id}/replay")
+    play = page.locator("[data-replay-play]")
+    play.click()  # 1×: one event a second (the showcase's recorded pace)
+    expect(page.locator("#replay")).to_have_attribute("data-playing", "")
+    expect(page.locator("#replay")).not_to_have_attribute("data-shown-seq", "0", timeout=10000)
+    play.click()
+    expect(page.locator("#replay")).not_to_have_attribute("data-playing", "")
+    expect(play).to_have_attribute("aria-pressed", "false")
+    page.wait_for_function(SETTLED)  # a fetch that was under way has landed
+    paused_at = int(page.locator("#replay").get_attribute("data-shown-seq"))
+    for seq in (paused_at + 1, paused_at + 2):
+        page.click("[data-replay-step]")
+        shown_seq(page, seq)
+        assert normalised(page) == as_of(open_page, conversation_id, seq)
+    assert watch.page_errors == []
