@@ -1,39 +1,43 @@
 """Time travel and replay (SPEC §14): any past moment is a projection of a prefix of
 the log, rendered by the same projector, presenters and partials as the live page.
 
-How a prefix is projected without touching the real projection: inside one database
-transaction that is always rolled back, the events ≤ seq are copied to a scratch
-conversation and `Projector` (the very one ingest runs) applies them there; the
-transcript window is read back, and the transaction is undone. Nothing it wrote
-outlives the call: not a Message, Run, Event or search row.
+How a prefix is projected without touching the real projection: the events ≤ seq are
+copied to a scratch conversation, `Projector` (the very one ingest runs) applies them
+there, the transcript window is read back, and the transaction is rolled back.
 
-Why a rolled-back transaction rather than a projector over an in-memory store: the
-projector reads the rows it wrote (batch lookups, S3 reconciliation, queued-call
-claims, AgentSpine run and message state) through the ORM, and grows with every
-event type. An in-memory twin of those queries would be a second projector to keep
-in step, and a moment that differs from the live page in any rule is worse than
-useless to an auditor. The scratch conversation (rather than re-projecting the real
-one in place) keeps the real conversation's rows unlocked: on PostgreSQL a writer of
-the live conversation never waits for a time-travel request.
+Where: on SQLite, in a private in-memory database with the real one's schema (this
+thread's "default" connection is swapped for it meanwhile, so the projector, its
+raw search SQL and the selectors all go there); on PostgreSQL, in the real database,
+in a transaction that is always rolled back.
 
-The cost, measured (bench notes in the helper's report): on SQLite a write
-transaction, even one rolled back, holds the database's single write lock, so
-ingest waits for the projection of the prefix — about 10 ms for the 45-event
-showcase, growing linearly (~0.2–0.3 ms per event). A request therefore takes the
-same turn as ingest's writers (`ingest._turn`), so the app's own writers queue
-fairly behind it instead of in SQLite's busy handler, and replay fetches one moment
-at a time. On PostgreSQL only the new scratch rows are locked.
+Why not a projector over an in-memory store: the projector reads back what it wrote
+(lookups, S3 reconciliation, queued-call claims, AgentSpine state) through the ORM,
+and grows with every event type; an in-memory twin of those queries would be a second
+projector to keep in step, and a moment that differs from the live page in any rule
+is worse than useless to an auditor. Why not simply roll back in the real SQLite
+database: IMMEDIATE transactions take SQLite's one write lock at BEGIN, so every
+writer of every conversation would wait for the projection — measured (load ~8 on 2
+cores): 2000 events held it ~8 s, and an ingest beside a player looping over such
+moments waited up to 10 s. The in-memory copy takes no lock the app's writers need
+and is faster (no journal). On PostgreSQL a rolled-back transaction only locks the
+new scratch rows, so a writer of the live conversation never waits for it.
+
+The cost still grows with the prefix (the projector's work per event); the player
+asks for one moment at a time and skips frames it cannot keep up with.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from . import presenters, selectors
-from .ingest import _turn
 from .models import Conversation, ConversationStatus, Event, Message
 from .projection import Projector
 
@@ -56,7 +60,7 @@ def moment(conversation: Conversation, seq: int) -> Moment:
     messages: list[Message] = []
     has_earlier, status = False, ConversationStatus.IDLE
     if events:  # before the first event there is nothing to project
-        with _turn(), transaction.atomic():
+        with _scratch_database(), transaction.atomic():
             messages, has_earlier, status = _project_scratch(conversation, events)
             # Undo it all. (An error half-way rolls back too: it leaves the block.)
             transaction.set_rollback(True)
@@ -102,18 +106,64 @@ def _project_scratch(
     return messages, has_earlier, scratch.status
 
 
+_scratch = threading.local()
+
+
+@contextmanager
+def _scratch_database() -> Iterator[None]:
+    """On SQLite, this thread's default connection is a private in-memory database
+    with the real one's schema while the block runs; elsewhere nothing changes."""
+    real = connections[DEFAULT_DB_ALIAS]
+    if real.vendor != "sqlite":
+        yield
+        return
+    scratch = _scratch_for(real)
+    connections[DEFAULT_DB_ALIAS] = scratch
+    try:
+        yield
+    finally:
+        connections[DEFAULT_DB_ALIAS] = real
+
+
+def _scratch_for(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
+    """This thread's in-memory copy of `real`'s schema (made once per thread and
+    database: the schema changes only with a migration, which restarts the server)."""
+    name = real.settings_dict["NAME"]
+    cached = getattr(_scratch, "databases", {}).get(name)
+    if cached is not None:
+        return cached
+    with real.cursor() as cursor:
+        cursor.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY type != 'table', rowid"
+        )
+        schema = cursor.fetchall()
+    options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
+    scratch = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
+    virtual = [name for kind, name, sql in schema if sql.upper().startswith("CREATE VIRTUAL")]
+    with scratch.cursor() as cursor:
+        # Rows here are never committed; the owner row and the like need not exist.
+        cursor.execute("PRAGMA foreign_keys = OFF")
+        for _kind, name, sql in schema:
+            if not any(name.startswith(table + "_") for table in virtual):  # FTS5 makes those
+                cursor.execute(sql)
+    _scratch.databases = {**getattr(_scratch, "databases", {}), name: scratch}
+    return scratch
+
+
 def _use_real_ids(conversation: Conversation, messages: list[Message]) -> None:
     """DOM ids are built from primary keys: give each message the id its live row has,
     so a moment's DOM is the one the live page showed (and replay frames keep a
     reader's open batches). A message the log later removed (S3's ephemeral statuses)
-    keeps its scratch id, which is newer than every real one, so ids never clash."""
+    is numbered after the newest real message, so ids never clash."""
     real = dict(
         Message.objects.filter(
             conversation=conversation, message_id__in=[m.message_id for m in messages]
         ).values_list("message_id", "pk")
     )
+    newest = Message.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     for message in messages:
-        message.pk = real.get(message.message_id, message.pk)
+        message.pk = real.get(message.message_id, newest + message.pk)
         message.conversation = conversation
 
 
