@@ -142,19 +142,28 @@ def _held_projection(conversation: Conversation, seq: int) -> tuple[list[Message
     events = list(events.order_by("seq"))
     with _scratch_database():
         if scratch_pk is not None and not held_seq:
-            Conversation.objects.filter(pk=scratch_pk).delete()
+            _drop(scratch_pk)
             scratch_pk = None
-        with transaction.atomic():
-            if scratch_pk is None:
-                scratch = _new_scratch(conversation)
-            else:
-                scratch = Conversation.objects.get(pk=scratch_pk)
-            _project(scratch, events, empty=not held_seq)
+        try:
+            with transaction.atomic():
+                if scratch_pk is None:
+                    scratch = _new_scratch(conversation)
+                else:
+                    scratch = Conversation.objects.get(pk=scratch_pk)
+                _project(scratch, events, empty=not held_seq)
+        except BaseException:
+            if scratch_pk is not None:
+                _drop(scratch_pk)  # no longer held: do not keep its rows either
+            raise
         held[key] = (scratch.pk, seq)
         while len(held) > HELD_PROJECTIONS:
-            dropped, _ = held.pop(next(iter(held)))
-            Conversation.objects.filter(pk=dropped).delete()
+            _drop(held.pop(next(iter(held)))[0])
         return _window(scratch)
+
+
+def _drop(scratch_pk) -> None:
+    """Delete a scratch conversation and its rows (in the scratch database)."""
+    Conversation.objects.filter(pk=scratch_pk).delete()
 
 
 def _held() -> dict:

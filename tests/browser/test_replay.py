@@ -91,3 +91,19 @@ def test_sec14_replay_pause_and_step(showcase, open_page):
         shown_seq(page, seq)
         assert normalised(page) == as_of(open_page, conversation_id, seq)
     assert watch.page_errors == []
+
+
+def test_sec14_replay_keeps_the_recorded_pace_with_idle_gaps_cut_to_2_s(chatui_server, open_page):
+    conversation_id = chatui_server.new_conversation("pace")
+    times = ["10:00:00", "11:00:00", "11:00:00.500", "10:59:00"]  # an hour idle; a clock skew
+    chatui_server.post_events(
+        conversation_id,
+        [
+            {"type": "user.message", "content": f"m{n}", "timestamp": f"2026-11-02T{t}Z"}
+            for n, t in enumerate(times)
+        ],
+    )
+    page, _ = open_page(f"/c/{conversation_id}/replay")
+    # 0 → 2000 (an hour, cut to 2 s) → 2500 → 2500 (a step back in time waits 0).
+    expect(page.locator("#replay")).to_have_attribute("data-replay-ms", "2500")
+    expect(page.locator("[data-replay-length]")).to_have_text("0:03 at 1×")

@@ -34,6 +34,16 @@
     timeOf[event.seq] = event.t;
   });
 
+  // The replay's length at 1× (shown, and a hook for tests of the 2 s cap).
+  var length = offsets[lastSeq] || 0;
+  bar.setAttribute("data-replay-ms", String(length));
+  var lengthNote = bar.querySelector("[data-replay-length]");
+  if (lengthNote) {
+    var seconds = Math.round(length / 1000);
+    lengthNote.textContent =
+      Math.floor(seconds / 60) + ":" + String(seconds % 60).padStart(2, "0") + " at 1×";
+  }
+
   var shown = parseInt(bar.getAttribute("data-shown-seq") || "0", 10);
   var wanted = shown; // the seq the reader or the clock asks for
   var loading = false;
