@@ -19,6 +19,7 @@ from chatui.ingest import ingest
 from chatui.models import Conversation, Event, Message, Run
 from chatui.serializers import message_to_dict
 from tests.conftest import load_fixture
+from tests.support.hostile import hostile_events
 from tests.support.showcase import showcase_events
 
 TRANSCRIPT = re.compile(r'<section id="transcript".*?</section>', re.S)
@@ -52,13 +53,17 @@ def recorded() -> list[dict]:
     return load_fixture("recorded_run.json")
 
 
-def agentspine() -> list[dict]:
-    """A real capture (no timestamps: it would get the server's clock), timed 1 s apart."""
-    events = load_fixture("agentspine/as3_progress_long_result.jsonl")
+def timed(events: list[dict]) -> list[dict]:
+    """Events with no timestamp would get the server's clock: 1 s apart instead."""
     return [{**event, "timestamp": f"2026-11-02T11:00:{n:02d}Z"} for n, event in enumerate(events)]
 
 
-LOGS = {"recorded_run": recorded, "showcase": showcase_events, "agentspine_as3": agentspine}
+LOGS = {
+    "recorded_run": recorded,
+    "showcase": showcase_events,
+    "agentspine_as3": lambda: timed(load_fixture("agentspine/as3_progress_long_result.jsonl")),
+    "hostile": lambda: timed(hostile_events()),  # SEC1/T3: escaped and masked alike
+}
 
 
 def live_pages(user, events: list[dict]) -> list[str]:
@@ -253,3 +258,22 @@ def test_sec14_admin_change_page_links_to_replay_and_time_travel(user):
     page = page_client(user).get(f"/admin/chatui/conversation/{conversation.pk}/change/").text
     assert f'href="/c/{conversation.pk}/replay" data-admin-replay' in page
     assert f'href="/c/{conversation.pk}/?at=21">As of event 21' in page
+
+
+def test_sec14_moments_of_many_conversations_never_mix(user):
+    """More conversations than the projections a thread holds, asked in turn: each
+    moment shows its own conversation's messages only."""
+    conversations = []
+    for n in range(6):
+        conversation = Conversation.objects.create(owner=user, title=f"c{n}")
+        ingest(
+            conversation,
+            [{"type": "user.message", "content": f"only in c{n} #{k}"} for k in range(3)],
+        )
+        conversations.append(conversation)
+    client = page_client(user)
+    for seq in (2, 3, 1):
+        for n, conversation in enumerate(conversations):
+            page = client.get(conversation.get_absolute_url(), {"at": seq}).content.decode()
+            shown = re.findall(r"only in c(\d) #(\d)", transcript_of(page))
+            assert shown == [(str(n), str(k)) for k in range(seq)]
