@@ -277,3 +277,12 @@ def test_sec14_moments_of_many_conversations_never_mix(user):
             page = client.get(conversation.get_absolute_url(), {"at": seq}).content.decode()
             shown = re.findall(r"only in c(\d) #(\d)", transcript_of(page))
             assert shown == [(str(n), str(k)) for k in range(seq)]
+
+
+def test_sec14_conversation_page_links_to_its_replay(user):
+    conversation = Conversation.objects.create(owner=user, title="T")
+    client = page_client(user)
+    assert "data-replay-link" not in client.get(conversation.get_absolute_url()).text  # no log yet
+    ingest(conversation, recorded())
+    page = client.get(conversation.get_absolute_url()).text
+    assert f'href="/c/{conversation.pk}/replay" data-replay-link' in page
