@@ -78,21 +78,29 @@
     if (wanted === shown) return schedule();
     var seq = wanted;
     loading = true;
+    setClock(seq); // before the swap, so chatui.js dates the new frame from its moment
     htmx
       .ajax("GET", momentUrl + seq, { target: "#transcript", swap: "outerHTML" })
       .finally(function () {
         loading = false;
         // What is on screen is what the swapped-in transcript says it is.
-        var actual = parseInt(document.getElementById("transcript").getAttribute("data-last-seq"), 10);
+        var list = document.getElementById("transcript");
+        var actual = parseInt(list.getAttribute("data-last-seq"), 10);
         if (actual !== seq && wanted === seq) wanted = actual; // the fetch failed: stay put
         shown = actual;
         bar.setAttribute("data-shown-seq", String(actual));
         scrubber.value = String(wanted);
-        var live = document.getElementById("live");
-        if (live) live.setAttribute("data-as-of", timeOf[actual] ? new Date(timeOf[actual]).toISOString() : "");
+        setClock(actual);
         if (wanted !== shown) load();
         else schedule();
       });
+  }
+
+  /* The page's clock (chatui.js: #live[data-as-of]) stands at event seq's time. */
+  function setClock(seq) {
+    var live = document.getElementById("live");
+    var when = timeOf[seq] ? new Date(timeOf[seq]).toISOString() : "";
+    if (live) live.setAttribute("data-as-of", when);
   }
 
   /* While playing: wait until the next event is due, then show what is due. */
