@@ -107,3 +107,26 @@ def test_sec14_replay_keeps_the_recorded_pace_with_idle_gaps_cut_to_2_s(chatui_s
     # 0 → 2000 (an hour, cut to 2 s) → 2500 → 2500 (a step back in time waits 0).
     expect(page.locator("#replay")).to_have_attribute("data-replay-ms", "2500")
     expect(page.locator("[data-replay-length]")).to_have_text("0:03 at 1×")
+
+
+def test_sec14_a_past_moment_keeps_its_clock(chatui_server, open_page):
+    """A tool pending at event N shows how long it had been pending then, not since
+    (chatui.js reckons from #live[data-as-of]); the page has no composer and no socket."""
+    conversation_id = chatui_server.new_conversation("clock")
+    chatui_server.post_events(
+        conversation_id,
+        [
+            {"type": "agent.tool.started", "tool_call_id": "t1", "tool_name": "slow",
+             "run_id": "r", "timestamp": "2026-11-02T10:00:00Z"},
+            {"type": "agent.tool.progress", "tool_call_id": "t1", "progress": 0.5,
+             "run_id": "r", "timestamp": "2026-11-02T10:01:05Z"},
+        ],
+    )  # fmt: skip
+    page, watch = open_page(f"/c/{conversation_id}/?at=2")
+    expect(page.locator("[data-tool-call-id=t1] time[data-elapsed]")).to_have_text("1 min 5 s")
+    expect(page.locator("#moment-label")).to_contain_text("As of event 2 · 2026-11-02 10:01:05")
+    assert page.locator("form#composer").count() == 0
+    assert page.evaluate("window.__chatuiSocketOpen") is None  # never opened one
+    page.click("[data-back-to-now]")
+    expect(page.locator("form#composer")).to_be_attached()
+    assert watch.page_errors == []
