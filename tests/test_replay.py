@@ -286,3 +286,26 @@ def test_sec14_conversation_page_links_to_its_replay(user):
     ingest(conversation, recorded())
     page = client.get(conversation.get_absolute_url()).text
     assert f'href="/c/{conversation.pk}/replay" data-replay-link' in page
+
+
+@pytest.mark.sqlite_only(reason="on PostgreSQL a moment is a rolled-back transaction there")
+def test_sec14_time_travel_sends_the_real_sqlite_database_reads_only(user):
+    """No write, not even one rolled back: on SQLite that would take the database's
+    one write lock and make every writer wait for the projection."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(conversation, showcase_events())
+    client = page_client(user)
+    client.get("/")  # the session's own writes (last login) happen before
+    statements: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        for seq in (10, 20, 5, 45):
+            assert client.get(conversation.get_absolute_url(), {"at": seq}).status_code == 200
+            assert client.get(f"/c/{conversation.pk}/at/{seq}").status_code == 200
+        assert client.get(f"/c/{conversation.pk}/replay").status_code == 200
+    assert statements
+    assert [sql for sql in statements if not sql.lstrip().upper().startswith("SELECT")] == []
