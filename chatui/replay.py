@@ -234,7 +234,8 @@ def _use_real_ids(conversation: Conversation, messages: list[Message]) -> None:
 
 def transcript_context(conversation: Conversation, at: Moment) -> dict:
     """What `_transcript.html#transcript` needs, as of the moment. Pending timers are
-    reckoned from the moment, not from now."""
+    reckoned from the moment, not from now. `read_only`: a past moment offers no
+    action (no composer, Stop or decision buttons: they would act on the present)."""
     return {
         "conversation": conversation,
         "items": presenters.present_transcript(at.messages, now=at.timestamp),
@@ -242,6 +243,7 @@ def transcript_context(conversation: Conversation, at: Moment) -> dict:
         "first_position": at.messages[0].position if at.messages else 0,
         "last_seq": at.seq,
         "moment": at,
+        "read_only": True,
     }
 
 
