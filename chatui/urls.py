@@ -5,7 +5,7 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from . import api, health, views
+from . import api, health, replay_views, views
 
 page_patterns = [
     path("", views.conversation_list, name="conversation-list"),
@@ -16,6 +16,8 @@ page_patterns = [
     path("c/<uuid:conversation_id>/transcript", views.transcript_fragment, name="transcript"),
     path("c/<uuid:conversation_id>/earlier", views.earlier_messages, name="earlier"),
     path("c/<uuid:conversation_id>/stop", views.stop_run, name="stop-run"),
+    path("c/<uuid:conversation_id>/at/<str:at>", replay_views.moment_fragment, name="moment"),
+    path("c/<uuid:conversation_id>/replay", replay_views.replay_page, name="replay"),
 ]
 
 api_patterns = [

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import agents, frames, listing, pages, search, selectors, services
+from . import agents, frames, listing, pages, replay_views, search, selectors, services
 from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
@@ -65,8 +65,11 @@ def _viewable(request: HttpRequest, conversation_id) -> Conversation:
 @login_required
 @require_GET
 def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
-    """The conversation; with `?m=<message id>` (a search hit) the window around it."""
+    """The conversation; with `?m=<message id>` (a search hit) the window around it;
+    with `?at=<seq>` as it stood after that event, read-only."""
     conversation = _viewable(request, conversation_id)
+    if "at" in request.GET:  # a past moment (SPEC §14)
+        return replay_views.time_travel_page(request, conversation, request.GET["at"])
     anchor = _optional_number(request, "m")
     if anchor is False:
         return HttpResponse("'m' must be a message id (ASCII digits)", status=400)

@@ -16,7 +16,7 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import content_disposition_header
@@ -67,6 +67,7 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "messages_count",
         "tool_calls_count",
         "errors_count",
+        "replay_links",
     )
     readonly_fields = fields
     actions = (
@@ -139,6 +140,17 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         if obj.n_errors:
             return format_html('<strong class="chatui-errors">{}</strong>', obj.n_errors)
         return 0
+
+    @admin.display(description="replay")
+    def replay_links(self, obj):
+        """SPEC §14: the log played back, and the page as of any event (`?at=`)."""
+        return format_html(
+            '<a href="{}" data-admin-replay>▶ Replay</a> · <a href="{}?at={}">As of event {}</a>',
+            reverse("chatui:replay", args=[obj.pk]),
+            obj.get_absolute_url(),
+            obj.last_seq,
+            obj.last_seq,
+        )
 
     def changelist_view(self, request, extra_context=None):
         extra = {"can_import": self.has_import_permission(request), **(extra_context or {})}

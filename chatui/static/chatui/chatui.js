@@ -296,10 +296,18 @@
   }
 
   /* --- relative timestamps (exact time stays in the title) and pending timers --- */
+  // A page showing a past moment (time travel, replay: #live[data-as-of]) keeps its
+  // clock there: a tool pending then shows how long it had been pending then.
+  function now() {
+    var live = document.getElementById("live");
+    var asOf = live ? Date.parse(live.getAttribute("data-as-of") || "") : NaN;
+    return isNaN(asOf) ? Date.now() : asOf;
+  }
+
   function relativeTime(el) {
     var when = Date.parse(el.getAttribute("datetime"));
     if (isNaN(when)) return;
-    var seconds = Math.round((Date.now() - when) / 1000);
+    var seconds = Math.round((now() - when) / 1000);
     if (el.hasAttribute("data-elapsed")) {
       el.textContent = formatElapsed(Math.max(seconds, 0));
       return;
