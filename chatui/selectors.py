@@ -70,6 +70,23 @@ def run_steps(message: Message) -> list[Message]:
     )
 
 
+def spinners_before(message: Message) -> list[Message]:
+    """The latest `thinking` line of `message`'s run before it (§10: one status line)."""
+    return list(
+        Message.objects.filter(
+            conversation_id=message.conversation_id,
+            role=Role.STATUS,
+            status_type="thinking",
+            run_id=message.run_id,
+            position__lt=message.position,
+        )
+        # Each new message of the run removes the line before it, so only the latest
+        # can still be on a page.
+        .order_by("-position")
+        .only("pk")[:1]
+    )
+
+
 def run_ended_since(conversation: Conversation, after: int) -> bool:
     """Did a run complete or fail after `after` (S3: the page then gets a full swap)?"""
     return Event.objects.filter(

@@ -34,9 +34,12 @@ def test_new_messages_are_appended_existing_ones_replaced_by_id(conversation):
     html = frame_for(
         conversation, {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "cat"}
     )
-    # G2: the second tool re-renders the same batch in place, now counting two.
-    assert "beforeend" not in html
-    assert f'<details id="{batch_id}"' in html and 'data-count="2"' in html
+    # G2 and §10: the second tool is appended into the same batch's list, and only the
+    # batch's summary is swapped (now counting two); the batch itself is not re-rendered.
+    assert html.count(f'hx-swap-oob="beforeend:#{batch_id}-entries"') == 1
+    assert "beforeend:#transcript" not in html
+    assert f'<details id="{batch_id}"' not in html
+    assert f'<summary id="{batch_id}-summary"' in html and 'data-batch-count="2"' in html
 
 
 def test_s1_meta_line_moves_to_the_last_final_step_live(conversation):

@@ -191,13 +191,14 @@ def test_r5_status_lines_per_type(conversation, feed):
 
 
 def test_g1_consecutive_tools_form_one_batch(conversation, feed):
-    feed(user(), started("c1"), completed("c1"), started("c2"), started("c3"))
+    feed(user(), started("c1"), completed("c1"), started("c2"), completed("c2"), started("c3"))
+    feed(completed("c3"))
     items = present(conversation)
     assert kinds(items) == ["user", "tool_batch"]
     batch = items[1]
     assert batch.count == 3
     assert batch.title == "🔧 3 tool calls"
-    assert batch.open is False  # collapsed by default
+    assert batch.open is False  # collapsed by default once nothing in it runs
 
 
 def test_g1_single_tool_batch_is_titled_with_the_tool_name(conversation, feed):
@@ -223,7 +224,7 @@ def test_g1_shown_assistant_text_splits_batches(conversation, feed):
 def test_g1_status_line_does_not_split_a_batch_and_follows_it(conversation, feed):
     feed(
         started("c1"),
-        {"type": "agent.status", "status": "thinking"},
+        {"type": "agent.status", "status": "info", "message": "Heads up"},
         started("c2"),
     )
     items = present(conversation)
