@@ -191,7 +191,8 @@ def reveal_items(items: list[presenters.Item]) -> list[presenters.Item]:
 def pretty_json(value: Any) -> SafeString:
     """A JSON value, pretty-printed, escaped, invisible characters revealed."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-    return format_html('<pre class="chatui-json">{}</pre>', reveal_invisible(text))
+    # tabindex: a scrollable box must be reachable by keyboard (axe, SPEC §10).
+    return format_html('<pre class="chatui-json" tabindex="0">{}</pre>', reveal_invisible(text))
 
 
 def revealed_block(text: str) -> SafeString:
