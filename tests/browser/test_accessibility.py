@@ -120,7 +120,7 @@ def test_sec10_axe_conversation_during_and_after_a_streaming_run(schemed, chatui
 def test_sec10_axe_admin_change_page(
     browser,
     chatui_server,
-    auditor_login,
+    auditor_login,  # noqa: F811 (the imported fixture)
     finished,
     scheme,
 ):
