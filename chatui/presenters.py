@@ -722,7 +722,7 @@ def _attempt(message: Message) -> int | None:
 
 
 def _retries(previous: Message, previous_view: ToolEntryView, message: Message) -> bool:
-    """G14: `message` is attempt n+1 of the failed attempt n right before it."""
+    """G14: `message` is attempt n+1 of the failed attempt n (same tool and args)."""
     before, now = previous.metadata or {}, message.metadata or {}
     attempt, last = _attempt(message), _attempt(previous)
     return (
@@ -759,11 +759,15 @@ def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[To
     attempt under the first attempt's DOM id (stable while the retries arrive)."""
     chains: list[tuple[list[Message], list[ToolEntryView]]] = []
     for message, view in zip(roots, views, strict=True):
-        if chains and _retries(chains[-1][0][-1], chains[-1][1][-1], message):
-            chains[-1][0].append(message)
-            chains[-1][1].append(view)
-        else:
+        # The latest chain this attempt continues, if any. Not only the entry right
+        # before: a runtime that announces a step's calls up front (the demo agent)
+        # queues them all, so attempt 2 lands after its queued siblings.
+        chain = next((c for c in reversed(chains) if _retries(c[0][-1], c[1][-1], message)), None)
+        if chain is None:
             chains.append(([message], [view]))
+        else:
+            chain[0].append(message)
+            chain[1].append(view)
     merged = []
     for messages, chain in chains:
         if len(chain) == 1:

@@ -989,3 +989,18 @@ def test_sec10_a_runs_work_replaces_its_thinking_line(conversation, feed):
     )
     statuses = [item.status_type for item in present(conversation) if isinstance(item, StatusView)]
     assert statuses == ["info"]  # a toast does not bring the spinner back
+
+
+def test_g14_a_retry_queued_behind_other_calls_still_joins_its_first_attempt(conversation, feed):
+    # A runtime that announces a step's calls up front: attempt 2 comes after them.
+    feed(
+        started("c1", "flaky", args={"k": 1}, attempt=1, max_attempts=3),
+        started("c2", "calculate"),
+        completed("c1", error="timeout"),
+        completed("c2"),
+        started("c3", "flaky", args={"k": 1}, attempt=2, max_attempts=3),
+        completed("c3", result="ok"),
+    )
+    batch = only_batch(present(conversation))
+    assert [e.tool_call_id for e in batch.entries] == ["c3", "c2"]  # at the first attempt's place
+    assert batch.failed_text is None
