@@ -273,3 +273,35 @@ def test_sec10_heading_follows_the_first_message(chatui_server, open_page):
         ],
     )
     expect(heading).to_have_text("Find the flaky test")
+
+
+def test_sec10_the_failure_banner_is_brought_into_view_when_following(chatui_server, watching):
+    history = [{"type": "user.message", "content": f"line {n}\n" * 5} for n in range(20)]
+    page, cid = watching(height=600, before=history)
+    page.wait_for_function(AT_BOTTOM)
+    post(chatui_server, cid, started("e1", "step"))
+    expect(page.locator('[data-tool-call-id="e1"]')).to_be_in_viewport()
+    post(chatui_server, cid, progress("e1", output="x\n" * 12))
+    post(
+        chatui_server,
+        cid,
+        completed("e1", error="boom"),
+        {"type": "agent.status", "status": "failed", "error_message": "It broke", "run_id": "live"},
+    )
+    expect(page.locator("[data-run-error]")).to_be_in_viewport()
+
+
+def test_g16_more_lines_expands_without_javascript(chatui_server, browser, auth_state):
+    cid = chatui_server.new_conversation("no js")
+    long = "\n".join(f"line {n}" for n in range(1, 21))
+    chatui_server.post_events(cid, [started("n1", "cat"), completed("n1", result=long)])
+    context = browser.new_context(storage_state=auth_state, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(f"{chatui_server.url}/c/{cid}/")
+        page.locator("[data-tool-batch] > summary").click()
+        page.locator("[data-tool-full] > summary").click()
+        expect(page.locator("[data-tool-full-text]")).to_be_visible()
+        assert "line 20" in page.locator("[data-tool-full-text]").inner_text()
+    finally:
+        context.close()
