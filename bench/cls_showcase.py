@@ -39,10 +39,15 @@ new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
     if (entry.hadRecentInput) continue;
     const nodes = (entry.sources || []).map((s) => {
-      const n = s.node;
-      if (!n || !n.tagName) return "?";
+      let n = s.node;
+      if (n && !n.tagName) n = n.parentElement;  // a text node: name its element
+      const r = s.previousRect, c = s.currentRect;
+      const box = (b) => `(${[b.x, b.y, b.width, b.height].map(Math.round).join(",")})`;
+      const move = r && c ? ` ${box(r)}→${box(c)}` : "";
+      if (!n || !n.tagName) return "(removed)" + move;
       return n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") +
-        (n.className && typeof n.className === "string" ? "." + n.className.split(" ")[0] : "");
+        (n.className && typeof n.className === "string" ? "." + n.className.split(" ")[0] : "") +
+        move;
     });
     window.__shifts.push({t: entry.startTime, value: entry.value, nodes: nodes});
   }
@@ -98,7 +103,11 @@ def one_run(browser, url: str, args) -> dict:
         "cls": session_cls(shifts),
         "total": sum(s["value"] for s in shifts),
         "count": len(shifts),
-        "largest": [f"{s['value']:.4f} {','.join(s['nodes'][:2])}" for s in largest],
+        "largest": [
+            f"{s['value']:.4f} {','.join(n.split(' (')[0] for n in s['nodes'][:2])}"
+            for s in largest
+        ],
+        "all": shifts,
     }
 
 
@@ -109,6 +118,7 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=844)
     parser.add_argument("--scheme", choices=["light", "dark"], default="light")
     parser.add_argument("--timeout", type=int, default=180, help="seconds for one showcase run")
+    parser.add_argument("--verbose", action="store_true", help="print every shift and its nodes")
     args = parser.parse_args()
     executable = shutil.which("chromium") or "/usr/bin/chromium"
     results = []
@@ -135,6 +145,10 @@ def main() -> None:
         ]
     )
     print(table(["run", "CLS (session)", "total", "shifts", "largest (value, nodes)"], rows))
+    if args.verbose:
+        for n, result in enumerate(results, start=1):
+            for shift in result["all"]:
+                print(f"run {n} t={shift['t']:.0f} ms {shift['value']:.4f} {shift['nodes']}")
 
 
 if __name__ == "__main__":
