@@ -154,12 +154,18 @@ def _append(container: str, html: str) -> str:
 def _superseded_spinners(messages: list[Message], created: set[int]) -> list[str]:
     """§10 one status line: whatever a run adds replaces its thinking line, in the
     same frame (presenters.superseded_spinners decides which lines are hidden)."""
-    dom_ids: list[str] = []
-    for message in messages:
+    latest: dict[str, Message] = {}  # per run, its newest new message: one query per run
+    new_in_run: dict[str, int] = {}
+    for message in messages:  # in position order
         if message.pk in created and presenters.supersedes_spinner(message):
-            earlier = selectors.spinners_before(message)
-            dom_ids += [spinner.dom_id for spinner in earlier if spinner.pk != message.pk]
-    return list(dict.fromkeys(dom_ids))
+            latest[message.run_id] = message
+            new_in_run[message.run_id] = new_in_run.get(message.run_id, 0) + 1
+    # The line on the page before this frame, plus any this frame added before its last.
+    return [
+        spinner.dom_id
+        for run, message in latest.items()
+        for spinner in selectors.spinners_before(message, limit=new_in_run[run] + 1)
+    ]
 
 
 def _assistant_parts(message: Message, created: set[int], done: set[int]) -> list[str]:

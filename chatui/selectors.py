@@ -70,8 +70,8 @@ def run_steps(message: Message) -> list[Message]:
     )
 
 
-def spinners_before(message: Message) -> list[Message]:
-    """The latest `thinking` line of `message`'s run before it (§10: one status line)."""
+def spinners_before(message: Message, limit: int = 1) -> list[Message]:
+    """The latest `thinking` lines of `message`'s run before it (§10: one status line)."""
     return list(
         Message.objects.filter(
             conversation_id=message.conversation_id,
@@ -80,10 +80,10 @@ def spinners_before(message: Message) -> list[Message]:
             run_id=message.run_id,
             position__lt=message.position,
         )
-        # Each new message of the run removes the line before it, so only the latest
+        # Each frame removes the lines before its run's new work, so only the latest
         # can still be on a page.
         .order_by("-position")
-        .only("pk")[:1]
+        .only("pk")[:limit]
     )
 
 

@@ -162,3 +162,22 @@ def test_sec10_the_heading_travels_with_the_run_state(conversation):
     conversation.save()
     html = frame_for(conversation, {"type": "user.message", "content": "Name me"})
     assert '<h1 id="conversation-title" hx-swap-oob="true">Name me</h1>' in html
+
+
+def test_sec10_one_frame_with_two_thinking_lines_and_work_leaves_only_the_last_line(
+    conversation,
+):
+    frame_for(
+        conversation,
+        {"type": "agent.status", "status": "thinking", "message": "Old", "run_id": "r"},
+    )
+    html = frame_for(
+        conversation,
+        {"type": "agent.status", "status": "thinking", "message": "Mid", "run_id": "r"},
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls", "run_id": "r"},
+        {"type": "agent.status", "status": "thinking", "message": "New", "run_id": "r"},
+    )
+    old, mid, new = conversation.messages.filter(status_type="thinking").order_by("position")
+    assert f'<div id="m-{old.pk}" hx-swap-oob="delete">' in html
+    assert f'<div id="m-{mid.pk}" hx-swap-oob="delete">' in html
+    assert f'<div id="m-{new.pk}" hx-swap-oob="delete">' not in html
