@@ -71,6 +71,9 @@ def test_sec10_running_batch_summary_names_tools_and_shows_progress_live(chatui_
     expect(batch).to_have_attribute("data-count", "5", timeout=5000)
     expect(summary.locator("[data-batch-names]")).to_have_text("List Files, Read File +2")
     expect(summary.locator("[data-batch-running]")).to_have_text("4 running")
+    spinner = summary.locator("[data-batch-running] .spinner")
+    size = spinner.evaluate("el => [el.offsetWidth, el.offsetHeight]")  # unrotated box
+    assert size == [14, 14]  # a round spinner, not a 4×19 px sliver
     expect(batch).to_have_attribute("open", "")  # a running batch the reader left alone is open
     summary.click()  # the reader closes it: the summary alone must tell what runs
     expect(batch).not_to_have_attribute("open", "")
