@@ -74,17 +74,16 @@ def change_frame(
 
 def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
     parts: list[str] = []
-    done_batches: set[str] = set()
     done_messages: set[int] = set()
-    messages = selectors.messages_by_pk(changed_pks)
+    messages = list(selectors.messages_by_pk(changed_pks))
+    batches = _touched_batches(messages)
+    emitted: set[str] = set()
     for message in messages:
         if message.role == Role.TOOL:
-            batch = _batch_of(message)
-            if batch is None or batch.dom_id in done_batches:
-                continue
-            done_batches.add(batch.dom_id)
-            is_new = all(pk in created for pk in _entry_pks(batch))
-            parts.append(_render_item(batch, append=is_new))
+            found = batches.get(message.pk)
+            if found is not None and found[0].dom_id not in emitted:
+                emitted.add(found[0].dom_id)
+                parts += _batch_parts(*found, created)
             continue
         if message.role == Role.ASSISTANT:
             parts += _assistant_parts(message, created, done_messages)
@@ -92,7 +91,84 @@ def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
         items = presenters.present_transcript([message])
         if items:
             parts.append(_render_item(items[0], append=message.pk in created))
+    parts += [_delete(dom_id) for dom_id in _superseded_spinners(messages, created)]
     return parts
+
+
+def _touched_batches(
+    messages: list[Message],
+) -> dict[int, tuple[presenters.ToolBatchView, set[int]]]:
+    """Tool message pk → (the batch showing it, the batch's changed pks): each batch is
+    presented once however many of its entries changed."""
+    found: dict[int, tuple[presenters.ToolBatchView, set[int]]] = {}
+    for message in messages:
+        if message.role != Role.TOOL:
+            continue
+        if message.pk not in found:
+            batch = _batch_of(message)
+            if batch is None:
+                continue
+            touched: set[int] = set()
+            for pk in _entry_pks(batch):
+                found[pk] = (batch, touched)
+        found[message.pk][1].add(message.pk)
+    return found
+
+
+def _batch_parts(
+    batch: presenters.ToolBatchView, touched: set[int], created: set[int]
+) -> list[str]:
+    """A new batch whole; else its summary and only the entries that changed (§10):
+    the reader's focus, selection and open <details> elsewhere in it stay untouched."""
+    if _entry_pks(batch) <= created:
+        return [_render_item(batch, append=True)]
+    parts = [render_to_string(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
+    for entry in batch.entries:
+        parts += _entry_parts(entry, touched, created, batch.entries_id)
+    return parts
+
+
+def _entry_parts(
+    entry: presenters.ToolEntryView, touched: set[int], created: set[int], container: str
+) -> list[str]:
+    subtree = _entry_pks_of([entry])
+    if not subtree & touched:
+        return []
+    if set(entry.pks) <= created:  # a new entry: appended to its list
+        return [_append(container, _render_entry(entry))]
+    if set(entry.pks) & touched:
+        return [_render_entry(entry)]
+    if _entry_pks_of(entry.children) <= created:  # its first children: no list yet
+        return [_render_entry(entry)]
+    parts: list[str] = []
+    for child in entry.children:
+        parts += _entry_parts(child, touched, created, f"{entry.dom_id}-children")
+    return parts
+
+
+def _render_entry(entry: presenters.ToolEntryView) -> str:
+    return render_to_string(TEMPLATE + "#tool-entry", {"entry": entry})
+
+
+def _append(container: str, html: str) -> str:
+    return f'<div hx-swap-oob="beforeend:#{container}">{html}</div>'
+
+
+def _superseded_spinners(messages: list[Message], created: set[int]) -> list[str]:
+    """§10 one status line: whatever a run adds replaces its thinking line, in the
+    same frame (presenters.superseded_spinners decides which lines are hidden)."""
+    latest: dict[str, Message] = {}  # per run, its newest new message: one query per run
+    new_in_run: dict[str, int] = {}
+    for message in messages:  # in position order
+        if message.pk in created and presenters.supersedes_spinner(message):
+            latest[message.run_id] = message
+            new_in_run[message.run_id] = new_in_run.get(message.run_id, 0) + 1
+    # The line on the page before this frame, plus any this frame added before its last.
+    return [
+        spinner.dom_id
+        for run, message in latest.items()
+        for spinner in selectors.spinners_before(message, limit=new_in_run[run] + 1)
+    ]
 
 
 def _assistant_parts(message: Message, created: set[int], done: set[int]) -> list[str]:
@@ -122,7 +198,11 @@ def _batch_of(message: Message) -> presenters.ToolBatchView | None:
 
 
 def _entry_pks(batch: presenters.ToolBatchView) -> set[int]:
-    return {entry.pk for entry in presenters.iter_entries(batch.entries)}
+    return _entry_pks_of(batch.entries)
+
+
+def _entry_pks_of(entries: Iterable[presenters.ToolEntryView]) -> set[int]:
+    return {pk for entry in presenters.iter_entries(entries) for pk in entry.pks}
 
 
 def _render_item(item, *, append: bool) -> str:

@@ -32,14 +32,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number
+from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number, details_failure
 from .markdown import render_markdown
 from .models import Message, Role, StatusType, ToolStatus
 from .secrets import mask_text, mask_value
@@ -155,6 +155,7 @@ class ResultView:
     note: str | None  # "… (N more lines)" / "… (truncated, 2.3 KB)"
     truncated: bool
     full_size: str  # human-readable size of the whole text
+    full_text: str | None = None  # G16: the whole text, when `text` is cut
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,28 @@ class ToolEntryView:
     is_skipped: bool = False  # [001] skipped: muted, neither success nor error
     no_result: bool = False  # T2: its run ended (or it was imported) with no result
     preview_note: str | None = None  # [001] the result is only the runtime's preview
+    pks: tuple[int, ...] = ()  # G14: every attempt's message pk (this one's last)
+    attempt_history: str | None = None  # G14: "failed once, succeeded on 2/3"
+    args_text: str | None = None  # G16: what Copy args copies
+    failure: str | None = None  # G15: why details make this a failure ("exit code 2")
+
+    @property
+    def is_running(self) -> bool:
+        return self.is_pending and self.status == ToolStatus.RUNNING
+
+    @property
+    def is_queued(self) -> bool:
+        return self.is_pending and self.status == ToolStatus.QUEUED
+
+
+@dataclass(frozen=True)
+class LiveLineView:
+    """§10 "Watching a run": the running entry as its batch's summary shows it."""
+
+    title: str
+    progress_line: str | None
+    started_at_iso: str
+    elapsed_text: str | None
 
 
 @dataclass(frozen=True)
@@ -226,6 +249,18 @@ class ToolBatchView:
     open: bool
     updated_seq: int
     skipped_text: str | None = None  # "1 skipped" (SPEC §2), muted
+    names_text: str | None = None  # §10: "List Files, Read File +3"; None for a batch of one
+    running_text: str | None = None  # "2 running"
+    queued_text: str | None = None  # "9 queued"
+    live: LiveLineView | None = None  # §10: the running entry, shown in the summary
+
+    @property
+    def summary_id(self) -> str:
+        return f"{self.dom_id}-summary"
+
+    @property
+    def entries_id(self) -> str:
+        return f"{self.dom_id}-entries"
 
 
 Item = UserView | AssistantView | StatusView | ToolBatchView
@@ -317,7 +352,12 @@ def present_result(text: str) -> ResultView | None:
         return ResultView(neutralise(text), inline=True, note=None, truncated=False, full_size=size)
     shown, note = truncate_block(text)
     return ResultView(
-        neutralise(shown), inline=False, note=note, truncated=note is not None, full_size=size
+        neutralise(shown),
+        inline=False,
+        note=note,
+        truncated=note is not None,
+        full_size=size,
+        full_text=neutralise(text) if note else None,  # G16: expands in place
     )
 
 
@@ -393,8 +433,8 @@ def _command_rows(details: dict[str, Any]) -> list[KindRow]:
         rows.append(KindRow("Command", _kind_text(command)))
     rows.extend(_optional_row(details, "cwd", "Directory"))
     if details.get("exit_code") is not None:
-        code = _int_like(details["exit_code"])
-        rows.append(KindRow("Exit code", _kind_text(details["exit_code"]), code != 0))
+        failed = details_failure({"exit_code": details["exit_code"]}) is not None  # G15
+        rows.append(KindRow("Exit code", _kind_text(details["exit_code"]), failed))
     return rows
 
 
@@ -404,8 +444,8 @@ def _fetch_rows(details: dict[str, Any]) -> list[KindRow]:
         rows.append(KindRow("URL", _kind_text(details["url"])))
     status = details.get("status_code", details.get("status"))
     if status is not None:
-        code = _int_like(status)
-        rows.append(KindRow("HTTP status", _kind_text(status), code is None or code >= 400))
+        failed = details_failure({"status_code": status}) is not None  # G15
+        rows.append(KindRow("HTTP status", _kind_text(status), failed))
     rows.extend(_optional_row(details, "mime_type", "Type"))
     return rows
 
@@ -465,7 +505,7 @@ def _kinds_by_keys(details: dict[str, Any]) -> list[str]:
     return [k for keys, k in KIND_BY_KEYS if any(key in details for key in keys)]
 
 
-def present_kind(details: Any) -> KindView | None:
+def present_kind(details: Any, call: str = "") -> KindView | None:
     """G9 by details.kind; unknown kinds are "custom"; unknown keys are ignored.
 
     `custom` shows `details.summary`; without one there is no kind view, since
@@ -480,8 +520,9 @@ def present_kind(details: Any) -> KindView | None:
         read_as = _kinds_by_keys(details) or read_as
         kind = read_as[0]
     rows: list[KindRow] = []
-    if details.get("summary") is not None:
-        rows.append(KindRow("Summary", _kind_text(details["summary"])))
+    summary = _kind_text(details["summary"]) if details.get("summary") is not None else ""
+    if summary and summary not in call:  # a summary that repeats the call line says nothing
+        rows.append(KindRow("Summary", summary))
     for each in read_as:
         rows.extend(KIND_ROWS.get(each, lambda _: [])(details))
     if not rows:
@@ -495,7 +536,7 @@ def present_kind(details: Any) -> KindView | None:
 def _details_json(meta: dict[str, Any]) -> str | None:
     """G8: full args and full result (and error, details), pretty-printed."""
     payload: dict[str, Any] = {}
-    if "args" in meta:
+    if meta.get("args") not in (None, {}, [], ""):  # a queued call with no args: no empty toggle
         payload["args"] = meta["args"]
     elif meta.get("args_summary"):
         payload["args_summary"] = meta["args_summary"]
@@ -557,9 +598,14 @@ def present_tool_entry(
     status = str(message.tool_status or ToolStatus.RUNNING)
     no_result = status in PENDING and bool(meta.get("no_result_recorded"))
     pending = status in PENDING and not no_result  # T2: no timer once its run ended
-    is_error = status == ToolStatus.ERROR
+    # G15 one honest outcome: details saying exit ≠ 0 or HTTP ≥ 400 fail the entry even
+    # when an older row was stored as a success (projection applies the same rule).
+    failure = details_failure(meta.get("details")) if status == ToolStatus.SUCCESS else None
+    is_error = status == ToolStatus.ERROR or failure is not None
+    status = ToolStatus.ERROR if is_error else status
     title = neutralise(humanise_tool_name(message.tool_name))
-    error_text = (meta.get("tool_error") or content) if is_error else None
+    error_text = (meta.get("tool_error") or content or failure) if is_error else None
+    call = neutralise(call_line(message.tool_name, meta.get("args"), meta.get("args_summary")))
     # The display text of §3 is `content`; nothing is shown until the tool ends (G5).
     result = None if status in PENDING else present_result(content or (error_text or ""))
     started = message.timestamp
@@ -573,14 +619,12 @@ def present_tool_entry(
         status=status,
         is_pending=pending,
         is_error=is_error,
-        call_line=neutralise(
-            call_line(message.tool_name, meta.get("args"), meta.get("args_summary"))
-        ),
+        call_line=call,
         result=result,
         error=neutralise(clip(error_text, ERROR_CHARS)) if error_text else None,
         duration_text=duration_text(meta.get("tool_duration_ms")),
         details_json=_details_json(meta),
-        kind_view=present_kind(meta.get("details")),
+        kind_view=present_kind(meta.get("details"), call),
         retry_line=_retry_line(meta, title),
         children=tuple(children),
         depth=depth,
@@ -593,8 +637,19 @@ def present_tool_entry(
         is_skipped=status == ToolStatus.SKIPPED,
         no_result=no_result,
         preview_note=_preview_note(meta, content),
+        pks=(message.pk,),
+        args_text=_args_text(meta),
+        failure=failure,
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
+
+
+def _args_text(meta: dict[str, Any]) -> str | None:
+    """G16: Copy args copies the full args as JSON (or the runtime's summary of them)."""
+    if meta.get("args") not in (None, {}, [], ""):
+        return neutralise(json.dumps(meta["args"], indent=2, ensure_ascii=False, default=str))
+    summary = meta.get("args_summary")
+    return neutralise(summary) if isinstance(summary, str) and summary.strip() else None
 
 
 def _preview_note(meta: dict[str, Any], content: str) -> str | None:
@@ -689,10 +744,105 @@ def _present_subtree(
 # -- batches ----------------------------------------------------------------------
 
 
+def _attempt(message: Message) -> int | None:
+    return contract_number(_int_like((message.metadata or {}).get("attempt")), MAX_ATTEMPTS)
+
+
+def _retries(previous: Message, previous_view: ToolEntryView, message: Message) -> bool:
+    """G14: `message` is attempt n+1 of the failed attempt n (same tool and args)."""
+    before, now = previous.metadata or {}, message.metadata or {}
+    attempt, last = _attempt(message), _attempt(previous)
+    return (
+        previous_view.is_error
+        and attempt is not None
+        and last is not None
+        and attempt == last + 1
+        and message.tool_name == previous.tool_name
+        and now.get("args") == before.get("args")
+        and now.get("args_summary") == before.get("args_summary")
+    )
+
+
+def _times(count: int) -> str:
+    return {1: "once", 2: "twice"}.get(count, f"{count} times")
+
+
+def _attempt_history(chain: list[ToolEntryView], final: Message) -> str:
+    """G14: "failed once, succeeded on 2/3"; failures a later attempt recovered."""
+    failed = len(chain) - 1
+    last = chain[-1]
+    meta = final.metadata or {}
+    limit = contract_number(_int_like(meta.get("max_attempts")), MAX_ATTEMPTS)
+    attempt = f"{_attempt(final)}" + (f"/{limit}" if limit else "")
+    if last.is_error:
+        return f"failed {_times(failed + 1)}"
+    if last.is_pending:
+        return f"failed {_times(failed)}, attempt {attempt} running"
+    return f"failed {_times(failed)}, succeeded on {attempt}"
+
+
+def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[ToolEntryView]:
+    """G14: consecutive attempts of one call become one entry, shown as its latest
+    attempt under the first attempt's DOM id (stable while the retries arrive)."""
+    chains: list[tuple[list[Message], list[ToolEntryView]]] = []
+    for message, view in zip(roots, views, strict=True):
+        # The latest chain this attempt continues, if any. Not only the entry right
+        # before: a runtime that announces a step's calls up front (the demo agent)
+        # queues them all, so attempt 2 lands after its queued siblings.
+        chain = next((c for c in reversed(chains) if _retries(c[0][-1], c[1][-1], message)), None)
+        if chain is None:
+            chains.append(([message], [view]))
+        else:
+            chain[0].append(message)
+            chain[1].append(view)
+    merged = []
+    for messages, chain in chains:
+        if len(chain) == 1:
+            merged.append(chain[0])
+            continue
+        merged.append(
+            replace(
+                chain[-1],
+                dom_id=chain[0].dom_id,
+                pks=tuple(view.pk for view in chain),
+                attempt_history=_attempt_history(chain, messages[-1]),
+            )
+        )
+    return merged
+
+
+def _names_text(entries: Sequence[ToolEntryView], shown: int = 2) -> str | None:
+    """§10: the batch's distinct tool titles, "List Files, Read File +3"."""
+    if len(entries) < 2:
+        return None  # a batch of one is titled with its tool already
+    titles = list(dict.fromkeys(entry.title for entry in entries))
+    text = ", ".join(titles[:shown])
+    return f"{text} +{len(titles) - shown}" if len(titles) > shown else text
+
+
+def _live_line(entries: Iterable[ToolEntryView]) -> LiveLineView | None:
+    """§10: the first running entry (nested ones too) with its progress and clock."""
+    running = next((entry for entry in entries if entry.is_running), None)
+    if running is None:
+        return None
+    return LiveLineView(
+        title=running.title,
+        progress_line=running.progress_line,
+        started_at_iso=running.started_at_iso,
+        elapsed_text=running.elapsed_text,
+    )
+
+
+def _counted(count: int, word: str) -> str | None:
+    return f"{count} {word}" if count else None
+
+
 def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchView:
-    entries = tuple(_present_subtree(message, tree, now) for message in roots)
+    views = [_present_subtree(message, tree, now) for message in roots]
+    entries = tuple(_merge_attempts(roots, views))
     every = list(iter_entries(entries))
     failed = sum(entry.is_error for entry in every)
+    running = sum(entry.is_running for entry in every)
     count = len(entries)
     return ToolBatchView(
         dom_id=f"b-{roots[0].pk}",  # the first top-level entry's pk: stable as the batch grows
@@ -701,10 +851,16 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
         title=f"🔧 {count} tool calls" if count > 1 else entries[0].title,
         has_error=failed > 0,
         failed_count=failed,
-        failed_text=f"{failed} failed" if failed else None,
+        failed_text=_counted(failed, "failed"),
         skipped_text=_skipped_text(every),
-        running_count=sum(entry.is_pending for entry in every),
-        open=failed > 0,  # G6: a batch holding an error renders expanded
+        running_count=running,
+        running_text=_counted(running, "running"),
+        queued_text=_counted(sum(entry.is_queued for entry in every), "queued"),
+        names_text=_names_text(entries),
+        live=_live_line(every),
+        # G6: a batch holding an error renders expanded; §10: so does one holding a
+        # running entry, until none runs (a fresh load then shows it closed again).
+        open=failed > 0 or running > 0,
         updated_seq=max(entry.updated_seq for entry in every),
     )
 
@@ -855,6 +1011,29 @@ def present_status(message: Message) -> StatusView:
 # -- the transcript -----------------------------------------------------------------
 
 
+def superseded_spinners(messages: Sequence[Message]) -> set[int]:
+    """§10 one status line: a run's `thinking` line shows only while nothing of its run
+    came after it; a later spinner, tool or answer of the run takes its place (and
+    the page drops the old spinner in the same frame, so nothing above moves)."""
+    hidden: set[int] = set()
+    later: set[str] = set()  # runs that have something after the message being read
+    for message in reversed(messages):
+        run = message.run_id or ""
+        if message.role == Role.STATUS and message.status_type == "thinking" and run in later:
+            hidden.add(message.pk)
+        if supersedes_spinner(message):
+            later.add(run)
+    return hidden
+
+
+def supersedes_spinner(message: Message) -> bool:
+    """A tool, an answer, a newer thinking line or the run's error banner; a toast
+    (info) or a continuation note sits beside the thinking line instead."""
+    if message.role == Role.STATUS:
+        return message.status_type in ("thinking", "error")
+    return message.role in (Role.TOOL, Role.ASSISTANT)
+
+
 def present_transcript(messages: Iterable[Message], *, now: datetime | None = None) -> list[Item]:
     """A contiguous, position-ordered slice of messages → the items to render, in order.
 
@@ -866,6 +1045,7 @@ def present_transcript(messages: Iterable[Message], *, now: datetime | None = No
     shown = {m.pk for m in messages if m.role == Role.ASSISTANT and is_assistant_shown(m)}
     metas = _meta_lines(messages, shown)
 
+    hidden = superseded_spinners(messages)
     items: list[Item] = []
     batch: list[Message] = []
     held: list[StatusView] = []  # statuses inside a batch go right after it
@@ -882,7 +1062,8 @@ def present_transcript(messages: Iterable[Message], *, now: datetime | None = No
             if message.pk in tree.roots:
                 batch.append(message)  # nested tools live inside their parent's entry
         elif message.role == Role.STATUS:
-            (held if batch else items).append(present_status(message))
+            if message.pk not in hidden:
+                (held if batch else items).append(present_status(message))
         elif message.role == Role.ASSISTANT:
             if message.pk in shown:  # hidden assistant messages do not split a batch
                 flush()
@@ -908,7 +1089,7 @@ def batch_containing(items: Iterable[Item], message_pk: int) -> ToolBatchView | 
     """The batch that shows the tool message `message_pk` (nested or not), if any."""
     for item in items:
         if isinstance(item, ToolBatchView) and any(
-            entry.pk == message_pk for entry in iter_entries(item.entries)
+            message_pk in entry.pks for entry in iter_entries(item.entries)
         ):
             return item
     return None

@@ -132,7 +132,11 @@ def _reveal_tool_text(text: str | None) -> SafeString | None:
 def _reveal_entry(entry: presenters.ToolEntryView) -> presenters.ToolEntryView:
     result = entry.result
     if result is not None:
-        result = dataclasses.replace(result, text=_reveal_tool_text(result.text))
+        result = dataclasses.replace(
+            result,
+            text=_reveal_tool_text(result.text),
+            full_text=_reveal_tool_text(result.full_text),  # G16
+        )
     kind_view = entry.kind_view
     if kind_view is not None:
         kind_view = dataclasses.replace(
@@ -153,6 +157,8 @@ def _reveal_entry(entry: presenters.ToolEntryView) -> presenters.ToolEntryView:
         progress_line=_reveal_tool_text(entry.progress_line),
         output_tail=_reveal_tool_text(entry.output_tail),
         retry_line=_reveal_tool_text(entry.retry_line),
+        # An attribute value (Copy args) holds no markup: its labels are plain text.
+        args_text=reveal_text(entry.args_text) if entry.args_text is not None else None,
         children=tuple(_reveal_entry(child) for child in entry.children),
     )
 
@@ -179,9 +185,18 @@ def reveal_items(items: list[presenters.Item]) -> list[presenters.Item]:
                 item, text=reveal_invisible(item.text), continuation=continuation
             )
         elif isinstance(item, presenters.ToolBatchView):
+            live = item.live
+            if live is not None:  # §10: the running entry in the summary
+                live = dataclasses.replace(
+                    live,
+                    title=_reveal_tool_text(live.title),
+                    progress_line=_reveal_tool_text(live.progress_line),
+                )
             item = dataclasses.replace(
                 item,
                 title=_reveal_tool_text(item.title),
+                names_text=_reveal_tool_text(item.names_text),
+                live=live,
                 entries=tuple(_reveal_entry(entry) for entry in item.entries),
             )
         revealed.append(item)
@@ -191,7 +206,8 @@ def reveal_items(items: list[presenters.Item]) -> list[presenters.Item]:
 def pretty_json(value: Any) -> SafeString:
     """A JSON value, pretty-printed, escaped, invisible characters revealed."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-    return format_html('<pre class="chatui-json">{}</pre>', reveal_invisible(text))
+    # tabindex: a scrollable box must be reachable by keyboard (axe, SPEC §10).
+    return format_html('<pre class="chatui-json" tabindex="0">{}</pre>', reveal_invisible(text))
 
 
 def revealed_block(text: str) -> SafeString:

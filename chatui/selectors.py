@@ -71,6 +71,23 @@ def run_steps(message: Message) -> list[Message]:
     )
 
 
+def spinners_before(message: Message, limit: int = 1) -> list[Message]:
+    """The latest `thinking` lines of `message`'s run before it (§10: one status line)."""
+    return list(
+        Message.objects.filter(
+            conversation_id=message.conversation_id,
+            role=Role.STATUS,
+            status_type="thinking",
+            run_id=message.run_id,
+            position__lt=message.position,
+        )
+        # Each frame removes the lines before its run's new work, so only the latest
+        # can still be on a page.
+        .order_by("-position")
+        .only("pk")[:limit]
+    )
+
+
 def run_ended_since(conversation: Conversation, after: int) -> bool:
     """Did a run complete or fail after `after` (S3: the page then gets a full swap)?"""
     return Event.objects.filter(

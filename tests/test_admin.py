@@ -326,7 +326,7 @@ def test_auditor_opens_the_transcript_rendered_read_only(auditor_client, corpus)
     assert 'name="_save"' not in html
     assert "deletelink" not in html
     # Tool calls with args and results as pretty JSON; runs; the raw events.
-    assert '<pre class="chatui-json">{\n  &quot;city&quot;: &quot;Paris&quot;' in html
+    assert '<pre class="chatui-json" tabindex="0">{\n  &quot;city&quot;: &quot;Paris&quot;' in html
     assert "&quot;temp_c&quot;: 21" in html
     assert 'id="audit-runs"' in html
     events_url = f"/admin/chatui/event/?conversation={weather.pk}"

@@ -34,9 +34,12 @@ def test_new_messages_are_appended_existing_ones_replaced_by_id(conversation):
     html = frame_for(
         conversation, {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "cat"}
     )
-    # G2: the second tool re-renders the same batch in place, now counting two.
-    assert "beforeend" not in html
-    assert f'<details id="{batch_id}"' in html and 'data-count="2"' in html
+    # G2 and §10: the second tool is appended into the same batch's list, and only the
+    # batch's summary is swapped (now counting two); the batch itself is not re-rendered.
+    assert html.count(f'hx-swap-oob="beforeend:#{batch_id}-entries"') == 1
+    assert "beforeend:#transcript" not in html
+    assert f'<details id="{batch_id}"' not in html
+    assert f'<summary id="{batch_id}-summary"' in html and 'data-batch-count="2"' in html
 
 
 def test_s1_meta_line_moves_to_the_last_final_step_live(conversation):
@@ -106,3 +109,75 @@ def test_reproject_sends_the_whole_transcript(conversation):
     conversation.refresh_from_db()
     html = frames.change_frame(conversation, 1, conversation.last_seq, changes).html
     assert '<section id="transcript"' in html and 'hx-swap-oob="true"' in html
+
+
+def test_sec10_a_live_tool_change_swaps_only_that_entry_and_the_summary(conversation):
+    frame_for(
+        conversation,
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls"},
+        {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "cat"},
+    )
+    first, second = conversation.messages.order_by("position")
+    html = frame_for(
+        conversation,
+        {"type": "agent.tool.progress", "tool_call_id": "c2", "message": "reading"},
+    )
+    assert f'<li id="m-{second.pk}"' in html
+    assert f'id="m-{first.pk}"' not in html  # the other entry is left alone
+    assert "<details id=" not in html  # the batch itself is not re-rendered
+    assert f'<summary id="b-{first.pk}-summary"' in html and 'hx-swap-oob="true"' in html
+    assert "reading" in html
+
+
+def test_g14_a_retry_replaces_the_first_attempts_entry_in_place(conversation):
+    frame_for(
+        conversation,
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "f", "attempt": 1},
+        {"type": "agent.tool.completed", "tool_call_id": "c1", "error": "x"},
+    )
+    first = conversation.messages.get(tool_call_id="c1")
+    html = frame_for(
+        conversation,
+        {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "f", "attempt": 2},
+    )
+    assert f'<li id="m-{first.pk}"' in html and 'data-tool-call-id="c2"' in html
+    assert "beforeend" not in html
+
+
+def test_sec10_a_runs_new_work_deletes_its_thinking_line_in_the_same_frame(conversation):
+    frame_for(
+        conversation,
+        {"type": "agent.status", "status": "thinking", "message": "Planning", "run_id": "r"},
+    )
+    spinner = conversation.messages.get(status_type="thinking")
+    html = frame_for(
+        conversation,
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls", "run_id": "r"},
+    )
+    assert f'<div id="m-{spinner.pk}" hx-swap-oob="delete"></div>' in html
+
+
+def test_sec10_the_heading_travels_with_the_run_state(conversation):
+    conversation.title = ""
+    conversation.save()
+    html = frame_for(conversation, {"type": "user.message", "content": "Name me"})
+    assert '<h1 id="conversation-title" hx-swap-oob="true">Name me</h1>' in html
+
+
+def test_sec10_one_frame_with_two_thinking_lines_and_work_leaves_only_the_last_line(
+    conversation,
+):
+    frame_for(
+        conversation,
+        {"type": "agent.status", "status": "thinking", "message": "Old", "run_id": "r"},
+    )
+    html = frame_for(
+        conversation,
+        {"type": "agent.status", "status": "thinking", "message": "Mid", "run_id": "r"},
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls", "run_id": "r"},
+        {"type": "agent.status", "status": "thinking", "message": "New", "run_id": "r"},
+    )
+    old, mid, new = conversation.messages.filter(status_type="thinking").order_by("position")
+    assert f'<div id="m-{old.pk}" hx-swap-oob="delete">' in html
+    assert f'<div id="m-{mid.pk}" hx-swap-oob="delete">' in html
+    assert f'<div id="m-{new.pk}" hx-swap-oob="delete">' not in html

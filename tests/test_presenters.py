@@ -191,13 +191,14 @@ def test_r5_status_lines_per_type(conversation, feed):
 
 
 def test_g1_consecutive_tools_form_one_batch(conversation, feed):
-    feed(user(), started("c1"), completed("c1"), started("c2"), started("c3"))
+    feed(user(), started("c1"), completed("c1"), started("c2"), completed("c2"), started("c3"))
+    feed(completed("c3"))
     items = present(conversation)
     assert kinds(items) == ["user", "tool_batch"]
     batch = items[1]
     assert batch.count == 3
     assert batch.title == "🔧 3 tool calls"
-    assert batch.open is False  # collapsed by default
+    assert batch.open is False  # collapsed by default once nothing in it runs
 
 
 def test_g1_single_tool_batch_is_titled_with_the_tool_name(conversation, feed):
@@ -223,7 +224,7 @@ def test_g1_shown_assistant_text_splits_batches(conversation, feed):
 def test_g1_status_line_does_not_split_a_batch_and_follows_it(conversation, feed):
     feed(
         started("c1"),
-        {"type": "agent.status", "status": "thinking"},
+        {"type": "agent.status", "status": "info", "message": "Heads up"},
         started("c2"),
     )
     items = present(conversation)
@@ -873,3 +874,213 @@ def test_g9_batch_header_counts_skipped_beside_failed(conversation):
     )
     (batch,) = present_transcript(list(conversation.messages.order_by("position")))
     assert (batch.failed_text, batch.skipped_text) == ("1 failed", "1 skipped")
+
+
+# -- §10 watching a run: live batch summaries ------------------------------------------
+
+
+def test_sec10_summary_names_distinct_tools_first_two_then_how_many_more(conversation, feed):
+    feed(
+        started("c1", "list_files"),
+        started("c2", "read_file"),
+        started("c3", "read_file"),
+        started("c4", "grep"),
+        started("c5", "write_file"),
+        started("c6", "bash"),
+    )
+    assert only_batch(present(conversation)).names_text == "List Files, Read File +3"
+
+
+def test_sec10_batch_of_one_does_not_repeat_its_title(conversation, feed):
+    feed(started("c1", "list_files"))
+    batch = only_batch(present(conversation))
+    assert batch.title == "List Files"
+    assert batch.names_text is None
+
+
+def test_sec10_summary_counts_running_queued_failed_skipped_apart(conversation, feed):
+    feed(
+        started("c1"),
+        started("c2"),
+        completed("c2", error="boom"),
+        started("c3"),
+        completed("c3", skipped=True),
+    )
+    conversation.messages.filter(tool_call_id="c1").update(tool_status="queued")
+    feed(started("c4"))
+    batch = only_batch(present(conversation))
+    assert (batch.running_text, batch.queued_text) == ("1 running", "1 queued")
+    assert (batch.failed_text, batch.skipped_text) == ("1 failed", "1 skipped")
+
+
+def test_sec10_summary_shows_the_running_entry_title_progress_and_clock(conversation, feed):
+    feed(
+        started("c1", "list_files"),
+        completed("c1"),
+        started("c2", "read_file"),
+        {"type": "agent.tool.progress", "tool_call_id": "c2", "message": "reading a.txt"},
+    )
+    live = only_batch(present(conversation)).live
+    assert (live.title, live.progress_line) == ("Read File", "reading a.txt")
+    assert live.elapsed_text is not None and live.started_at_iso
+
+
+def test_sec10_batch_is_open_while_an_entry_runs_and_closed_after(conversation, feed):
+    feed(started("c1"), started("c2"), completed("c1"))
+    assert only_batch(present(conversation)).open is True
+    feed(completed("c2"))
+    batch = only_batch(present(conversation))
+    assert batch.open is False and batch.live is None and batch.running_text is None
+
+
+# -- G15 one honest outcome ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "details",
+    [{"kind": "command", "exit_code": 2}, {"kind": "fetch", "status_code": 404}],
+    ids=["exit-2", "http-404"],
+)
+def test_g15_nonzero_exit_and_http_404_are_failures_even_if_stored_as_success(
+    conversation, feed, details
+):
+    feed(started("c1"), completed("c1", result="output", details=details))
+    # An older row stored as a success: the presenter applies the same rule.
+    conversation.messages.filter(tool_call_id="c1").update(tool_status="success")
+    batch = only_batch(present(conversation))
+    failed = entry([batch], "c1")
+    assert (failed.is_error, failed.status) == (True, "error")
+    assert failed.kind_view.failed is True
+    assert batch.failed_text == "1 failed" and batch.has_error
+
+
+def test_g15_exit_0_and_http_200_are_not_failures(conversation, feed):
+    feed(
+        started("c1"),
+        completed("c1", details={"kind": "command", "exit_code": 0}),
+        started("c2"),
+        completed("c2", details={"kind": "fetch", "status_code": 200}),
+    )
+    batch = only_batch(present(conversation))
+    assert batch.failed_text is None
+    assert not any(row.is_failure for e in batch.entries for row in e.kind_view.rows)
+
+
+# -- G14 attempts of one call ------------------------------------------------------------
+
+
+def test_g14_attempts_of_one_call_are_one_entry_with_history(conversation, feed):
+    feed(
+        started("c1", "flaky", args={"q": 1}, attempt=1, max_attempts=3),
+        completed("c1", error="timeout"),
+        started("c2", "flaky", args={"q": 1}, attempt=2, max_attempts=3),
+        completed("c2", result="fine"),
+    )
+    batch = only_batch(present(conversation))
+    assert batch.count == 1
+    (merged,) = batch.entries
+    assert merged.status == "success" and merged.tool_call_id == "c2"
+    assert merged.attempt_history == "failed once, succeeded on 2/3"
+    assert merged.dom_id == f"m-{merged.pks[0]}" and len(merged.pks) == 2
+    assert batch.failed_text is None and not batch.has_error  # recovered: not counted
+
+
+def test_g14_an_unrecovered_retry_counts_once(conversation, feed):
+    feed(
+        started("c1", "flaky", attempt=1, max_attempts=2),
+        completed("c1", error="timeout"),
+        started("c2", "flaky", attempt=2, max_attempts=2),
+        completed("c2", error="timeout again"),
+    )
+    batch = only_batch(present(conversation))
+    assert batch.entries[0].attempt_history == "failed twice"
+    assert batch.failed_text == "1 failed"
+
+
+def test_g14_different_args_or_a_success_before_are_separate_calls(conversation, feed):
+    feed(
+        started("c1", "flaky", args={"q": 1}, attempt=1),
+        completed("c1", error="x"),
+        started("c2", "flaky", args={"q": 2}, attempt=2),
+        started("c3", "flaky", args={"q": 2}, attempt=3),
+    )
+    assert only_batch(present(conversation)).count == 3
+
+
+def test_g14_batch_containing_finds_an_earlier_attempt(conversation, feed):
+    feed(
+        started("c1", "flaky", attempt=1),
+        completed("c1", error="x"),
+        started("c2", "flaky", attempt=2),
+    )
+    first = conversation.messages.get(tool_call_id="c1")
+    assert batch_containing(present(conversation), first.pk) is not None
+
+
+# -- G16 full output in place, copy ------------------------------------------------------
+
+
+def test_g16_a_cut_result_carries_its_full_text_unquoted(conversation, feed):
+    text = "\n".join(f'line {n} "quoted" @x' for n in range(20))
+    feed(started("c1", args={"path": "a"}), completed("c1", result=text))
+    found = entry(present(conversation), "c1")
+    assert found.result.note == "… (12 more lines)"
+    assert found.result.full_text.count("\n") == 19
+    assert '"quoted"' in found.result.full_text and f"@{ZWSP}x" in found.result.full_text
+    assert found.args_text == '{\n  "path": "a"\n}'
+
+
+def test_g16_a_result_that_fits_has_no_full_text(conversation, feed):
+    feed(started("c1"), completed("c1", result="short"))
+    assert entry(present(conversation), "c1").result.full_text is None
+
+
+def test_sec10_no_summary_row_repeating_the_call_line(conversation, feed):
+    feed(
+        started("c1", "search", args_summary="query: dbplus"),
+        completed("c1", details={"kind": "custom", "summary": "query: dbplus"}),
+    )
+    assert entry(present(conversation), "c1").kind_view is None
+
+
+def test_sec10_a_queued_call_without_args_has_no_empty_details(conversation, feed):
+    feed(started("c1", args={}))
+    found = entry(present(conversation), "c1")
+    assert found.details_json is None and found.args_text is None
+
+
+# -- §10 one status line ------------------------------------------------------------------
+
+
+def test_sec10_a_run_shows_one_thinking_line_the_latest(conversation, feed):
+    feed(
+        {"type": "agent.status", "status": "thinking", "message": "Reading", "run_id": "r"},
+        {"type": "agent.status", "status": "thinking", "message": "Planning", "run_id": "r"},
+    )
+    lines = [item for item in present(conversation) if isinstance(item, StatusView)]
+    assert [line.text for line in lines] == ["Planning"]
+
+
+def test_sec10_a_runs_work_replaces_its_thinking_line(conversation, feed):
+    feed(
+        {"type": "agent.status", "status": "thinking", "message": "Planning", "run_id": "r"},
+        {**started("c1"), "run_id": "r"},
+        {"type": "agent.status", "status": "info", "message": "Heads up", "run_id": "r"},
+    )
+    statuses = [item.status_type for item in present(conversation) if isinstance(item, StatusView)]
+    assert statuses == ["info"]  # a toast does not bring the spinner back
+
+
+def test_g14_a_retry_queued_behind_other_calls_still_joins_its_first_attempt(conversation, feed):
+    # A runtime that announces a step's calls up front: attempt 2 comes after them.
+    feed(
+        started("c1", "flaky", args={"k": 1}, attempt=1, max_attempts=3),
+        started("c2", "calculate"),
+        completed("c1", error="timeout"),
+        completed("c2"),
+        started("c3", "flaky", args={"k": 1}, attempt=2, max_attempts=3),
+        completed("c3", result="ok"),
+    )
+    batch = only_batch(present(conversation))
+    assert [e.tool_call_id for e in batch.entries] == ["c3", "c2"]  # at the first attempt's place
+    assert batch.failed_text is None

@@ -65,6 +65,9 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
     page.click("[data-start-showcase]")
     page.wait_for_url("**/c/*/")
     page.wait_for_function("() => window.__chatuiSocketOpen === true", timeout=10000)
+    # §10: the composer is disabled while the demo runs, and says why.
+    expect(page.locator("#composer-busy")).to_be_visible()
+    expect(page.locator("#composer-content")).to_be_disabled()
     expect(page.locator("[data-run-error]")).to_be_attached(timeout=60000)  # S2, run 2
     expect(page.locator("#run-state")).to_have_attribute(
         "data-conversation-status", "failed", timeout=30000
@@ -86,7 +89,7 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
         "G9 subagent": "[data-tool-kind=subagent]",
         "G9 custom": "[data-tool-kind=custom]",
         "G13 nested": ".tool-children [data-tool-call-id]",
-        "G14 retry": "[data-tool-retry]",
+        "G14 retry": "[data-tool-attempts]",
         "S1 meta line": "[data-meta-line]",
         "S2 banner": "[data-run-error]",
     }

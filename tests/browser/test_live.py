@@ -221,10 +221,10 @@ def test_composer_shift_enter_breaks_the_line_enter_sends(chatui_server, open_pa
 
 def test_a_batch_the_reader_opened_stays_open_as_tools_arrive(chatui_server, live_page):
     page, conversation_id = live_page
-    post(chatui_server, conversation_id, started("o1", "list_files"))
+    post(chatui_server, conversation_id, started("o1", "list_files"), completed("o1", result="a"))
     batch = page.locator("[data-tool-batch]")
-    expect(batch).to_have_attribute("data-count", "1", timeout=5000)
-    assert batch.get_attribute("open") is None  # G1: collapsed by default
+    expect(batch.locator('[data-tool-call-id="o1"]')).to_have_attribute("data-status", "success")
+    assert batch.get_attribute("open") is None  # G1: collapsed by default once nothing runs
     batch.locator(":scope > summary").click()
     expect(batch).to_have_attribute("open", "")
     post(chatui_server, conversation_id, started("o2", "read_file"))

@@ -151,17 +151,19 @@
 
   /* Concurrent writers can make a frame append what a newer render already shows,
    * or replace what has not arrived yet. Appends of an existing id replace it;
-   * replaces of a missing id append. */
+   * replaces of a missing id append. The same holds for entries appended to a
+   * batch's list (#b-N-entries, #m-N-children). */
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var detail = event.detail;
     if (isDelta(detail)) return admitDelta(detail);
-    if (detail.target !== transcript() || !detail.fragment) return;
+    var isList = detail.target === transcript() || detail.target.hasAttribute("data-tool-entries");
+    if (!isList || !detail.fragment) return;
     var fresh = detail.fragment.firstElementChild;
     var existing = fresh && fresh.id && document.getElementById(fresh.id);
     if (existing) {
       existing.replaceWith(fresh);
       detail.shouldSwap = false;
-    } else if (around()) {
+    } else if (around() && detail.target === transcript()) {
       detail.shouldSwap = false; // new, so after the window's gap: "show latest" has it
     }
   });
@@ -188,16 +190,25 @@
   document.addEventListener("htmx:oobErrorNoTarget", function (event) {
     var content = event.detail.content;
     var list = transcript();
+    if (!list || !content) return;
+    // An entry or a batch summary whose batch this page does not show: the page is
+    // behind (or shows an older window), so it fetches the transcript afresh.
+    if (/^(LI|SUMMARY)$/.test(content.tagName) || /^#b-\d+-entries$|^#m-\d+-children$/.test(event.detail.target)) {
+      if (!around()) refreshTranscript();
+      return;
+    }
     // Only transcript items (never a delete marker, which is empty) are appended.
-    if (list && !around() && content && content.childElementCount && /^[mb]-\d+$/.test(content.id)) {
+    if (!around() && content.childElementCount && /^[mb]-\d+$/.test(content.id)) {
       list.appendChild(content);
     }
   });
 
   /* --- the reader's open/closed choices survive live updates ---
-   * A live frame replaces a tool batch whole, with the server's default state
-   * (collapsed, or open when it holds an error). What the reader opened or closed
-   * by hand is remembered by element id and put back after every swap. */
+   * A live frame swaps a batch's summary and changed entries only; a whole-transcript
+   * frame (run's end, resume) re-renders batches with the server's state (open while
+   * an entry runs or when one failed, else collapsed). What the reader opened or
+   * closed by hand is remembered by element id and put back after every swap; a
+   * batch the reader never touched follows the server's state (§10). */
   var readerChoice = {};
 
   function choiceKey(details) {
@@ -226,8 +237,52 @@
       }
     });
   }
-  document.addEventListener("htmx:wsAfterMessage", restoreChoices);
-  document.addEventListener("htmx:afterSettle", restoreChoices);
+
+  /* A swapped summary carries its batch's state; copy it onto the <details>. */
+  function syncBatches() {
+    var list = transcript();
+    if (!list) return;
+    list.querySelectorAll("summary[data-batch-summary]").forEach(function (summary) {
+      var details = summary.parentElement;
+      if (!details || !details.hasAttribute("data-tool-batch")) return;
+      details.setAttribute("data-count", summary.getAttribute("data-batch-count"));
+      details.setAttribute("data-seq", summary.getAttribute("data-batch-seq"));
+      details.toggleAttribute("data-has-error", summary.getAttribute("data-batch-error") === "true");
+      var open = summary.getAttribute("data-batch-open") === "true";
+      if (!(details.id in readerChoice) && details.open !== open) details.open = open;
+    });
+  }
+
+  /* --- screen readers hear each finished message or tool result once --- */
+  var announced = {};
+
+  function finishedItems() {
+    var list = transcript();
+    if (!list) return [];
+    return Array.from(list.querySelectorAll(
+      "article[data-role=assistant]:not([data-streaming]), " +
+      "li[data-role=tool][data-status=success], li[data-role=tool][data-status=error]"
+    ));
+  }
+
+  function announceFinished(silently) {
+    var region = document.getElementById("announcer");
+    var lines = [];
+    finishedItems().forEach(function (el) {
+      var key = el.id + " " + el.getAttribute("data-status");
+      if (announced[key]) return;
+      announced[key] = true;
+      if (silently) return;
+      if (el.tagName === "ARTICLE") {
+        lines.push("Assistant: " + el.textContent.trim().slice(0, 300));
+      } else {
+        var title = el.querySelector("[data-tool-title]");
+        var state = el.getAttribute("data-status") === "error" ? "failed" : "finished";
+        lines.push((title ? title.textContent : "Tool") + " " + state);
+      }
+    });
+    if (region && lines.length) region.textContent = lines.join(". ");
+  }
 
   /* --- autoscroll only while the reader is at the bottom --- */
   function scroller() {
@@ -240,6 +295,9 @@
   }
 
   function afterChange() {
+    syncBatches();
+    restoreChoices();
+    announceFinished(false);
     decorate(document);
     // Only a transcript follows new output: the list page (live rows) stays where
     // the reader is (issue 15: it used to jump to the bottom on load).
@@ -264,7 +322,7 @@
       scroller().scrollTop = scroller().scrollHeight;
       target.hidden = true;
     }
-    var copy = event.target.closest("button[data-copy]");
+    var copy = event.target.closest("button[data-copy], button[data-copy-text]");
     if (copy) copyFrom(copy);
   });
 
@@ -284,11 +342,15 @@
   }
 
   function copyFrom(button) {
-    var source = button.nextElementSibling;
-    var selector = button.getAttribute("data-copy");
-    if (selector) source = button.closest("[data-copy-scope]").querySelector(selector);
-    if (!source || !navigator.clipboard) return;
-    navigator.clipboard.writeText(source.textContent).then(function () {
+    var text = button.getAttribute("data-copy-text");
+    if (text === null) {
+      var source = button.nextElementSibling;
+      var selector = button.getAttribute("data-copy");
+      if (selector) source = button.closest("[data-copy-scope]").querySelector(selector);
+      text = source ? source.textContent : null;
+    }
+    if (text === null || !navigator.clipboard) return;
+    navigator.clipboard.writeText(text).then(function () {
       var label = button.textContent;
       button.textContent = "Copied";
       setTimeout(function () { button.textContent = label; }, 1200);
@@ -355,6 +417,8 @@
     var open = state.getAttribute("data-accepts-input") !== "false";
     form.elements.content.disabled = !open;
     form.querySelector("button[type=submit]").disabled = !open;
+    var reason = document.getElementById("composer-busy");
+    if (reason) reason.hidden = open;
   }
   document.addEventListener("htmx:afterSettle", syncComposer);
   document.addEventListener("htmx:wsAfterMessage", syncComposer);
@@ -408,6 +472,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    announceFinished(true);
     decorate(document);
     if (!transcript()) return; // the list and other pages open at the top
     if (revealAnchor()) stickToBottom = false;
