@@ -411,10 +411,15 @@ class Projector:
             .order_by("-position")
             .first()
         )
-        if last is None or last.role != Role.ASSISTANT:
-            self._create(
-                event, f"{event.run_id or 'agentspine'}-final", Role.ASSISTANT, content=final_text
-            )
+        if last is not None and last.role == Role.ASSISTANT:
+            return
+        message_id = f"{event.run_id or 'agentspine'}-final"
+        earlier = self._find(message_id)
+        if earlier is not None:  # a second agent_end for the run restates its answer
+            earlier.content = final_text
+            self._save(earlier, event)
+            return
+        self._create(event, message_id, Role.ASSISTANT, content=final_text)
 
     def _agentspine_stop(self, event: Event, reason: str) -> None:
         message_id = f"{event.run_id or 'agentspine'}-stopped"

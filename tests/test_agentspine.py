@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from chatui.ingest import ingest
 from chatui.models import Message
 from chatui.presenters import iter_entries, present_transcript
 from chatui.secrets import mask_text, mask_value
@@ -246,3 +247,17 @@ def test_agentspine_uncut_preview_is_the_whole_result_and_not_labelled(api, conv
     )
     (entry,) = entries(conversation).values()
     assert (entry.status, entry.preview_note) == ("success", None)
+
+
+def test_agentspine_second_agent_end_of_a_run_restates_its_final_answer(conversation):
+    """Found by the API fuzz test: a run whose last message is not the assistant's got
+    a second `<run>-final` message from a second agent_end, and the batch was a 500."""
+    ending = [
+        {"type": "message_end", "role": "assistant", "run_id": "c1"},
+        {"type": "agent_end", "message": "", "final_text": "first"},
+        {"type": "message_update", "role": "user", "delta": ""},
+    ]
+    ingest(conversation, ending)
+    ingest(conversation, [ending[0], {"type": "agent_end", "final_text": "second"}])
+    finals = conversation.messages.filter(message_id__endswith="-final")
+    assert list(finals.values_list("content", flat=True)) == ["second"]
