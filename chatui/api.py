@@ -189,7 +189,7 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
     if conversation is None:
         return error("conversation not found", 404)
     if request.method == "POST":
-        result = ingest(conversation, read_json(request))
+        result = ingest(conversation, read_json(request), from_runtime=True)
         return JsonResponse(result.as_dict())
     after = parse_seq(request.GET.get("after", "0"))
     if after is None:

@@ -29,10 +29,12 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
 from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number
@@ -178,7 +180,7 @@ class ToolEntryView:
     tool_call_id: str  # raw: only ever an (escaped) attribute value
     tool_name: str
     title: str  # G10
-    status: str  # queued | running | success | error
+    status: str  # queued | running | awaiting_approval | success | error | denied | skipped
     is_pending: bool  # G5
     is_error: bool  # G6
     call_line: str  # G3
@@ -201,6 +203,19 @@ class ToolEntryView:
     is_skipped: bool = False  # [001] skipped: muted, neither success nor error
     no_result: bool = False  # T2: its run ended (or it was imported) with no result
     preview_note: str | None = None  # [001] the result is only the runtime's preview
+    approval: ApprovalView | None = None  # SPEC §13: asked for a person's decision
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """SPEC §13: why the runtime asks, and what was decided (by whom, when)."""
+
+    reason: str
+    is_awaiting: bool  # Approve / Deny are shown (to those who may decide)
+    decision: str | None  # approved | denied | expired
+    line: str | None  # "Approved by alice · 14:02" / "Denied by alice: too risky"
+    decide_url: str  # the page form's action for this entry
+    expires_at_iso: str
 
 
 @dataclass(frozen=True)
@@ -219,6 +234,8 @@ class ToolBatchView:
     open: bool
     updated_seq: int
     skipped_text: str | None = None  # "1 skipped" (SPEC §2), muted
+    awaiting_text: str | None = None  # "1 awaiting approval" (SPEC §13)
+    denied_text: str | None = None  # "1 denied", muted (SPEC §13)
 
 
 Item = UserView | AssistantView | StatusView | ToolBatchView
@@ -567,8 +584,55 @@ def present_tool_entry(
         is_skipped=status == ToolStatus.SKIPPED,
         no_result=no_result,
         preview_note=_preview_note(meta, content),
+        approval=present_approval(message, meta),
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
+
+
+def present_approval(message: Message, meta: dict[str, Any]) -> ApprovalView | None:
+    """SPEC §13: the reason, the buttons while awaiting, then the decision line."""
+    approval = meta.get("approval")
+    if not isinstance(approval, dict):
+        return None
+    decision = approval.get("decision")
+    decision = decision if decision in ("approved", "denied", "expired") else None
+    return ApprovalView(
+        reason=neutralise(clip(str(approval.get("reason") or ""), ERROR_CHARS)),
+        is_awaiting=message.tool_status == ToolStatus.AWAITING_APPROVAL,
+        decision=decision,
+        line=approval_line(approval) if decision else None,
+        decide_url=reverse("chatui:decide-tool", args=[message.conversation_id, message.pk]),
+        expires_at_iso=str(approval.get("expires_at") or ""),
+    )
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    """ "Approved by alice · 14:02", "Denied by alice: too risky", "Expired · no decision"."""
+    decision = approval.get("decision")
+    if decision == "expired":
+        return "Expired · no decision"
+    who = neutralise(clip(str(approval.get("decided_by") or "someone"), TOOL_NAME_CHARS))
+    note = neutralise(clip(collapse_newlines(str(approval.get("note") or "")), ERROR_CHARS))
+    if decision == "denied":
+        return f"Denied by {who}" + (f": {note}" if note else "")
+    line = f"Approved by {who}"
+    when = _clock(approval.get("decided_at"))
+    if when:
+        line += f" · {when}"
+    return line + (f": {note}" if note else "")
+
+
+def _clock(raw: Any) -> str | None:
+    """ "14:02" in the site's time zone, or None for a missing or bad time."""
+    try:
+        moment = parse_datetime(raw) if isinstance(raw, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        return None
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return timezone.localtime(moment).strftime("%H:%M")
 
 
 def _preview_note(meta: dict[str, Any], content: str) -> str | None:
@@ -676,10 +740,19 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
         failed_count=failed,
         failed_text=f"{failed} failed" if failed else None,
         skipped_text=_skipped_text(every),
+        awaiting_text=_count_text(every, ToolStatus.AWAITING_APPROVAL, "awaiting approval"),
+        denied_text=_count_text(every, ToolStatus.DENIED, "denied"),
         running_count=sum(entry.is_pending for entry in every),
-        open=failed > 0,  # G6: a batch holding an error renders expanded
+        # G6: a batch holding an error renders expanded; so does one waiting for a
+        # person (SPEC §13: its buttons must be in sight).
+        open=failed > 0 or any(entry.status == ToolStatus.AWAITING_APPROVAL for entry in every),
         updated_seq=max(entry.updated_seq for entry in every),
     )
+
+
+def _count_text(entries: list[ToolEntryView], status: str, label: str) -> str | None:
+    count = sum(entry.status == status for entry in entries)
+    return f"{count} {label}" if count else None
 
 
 def _skipped_text(entries: list[ToolEntryView]) -> str | None:

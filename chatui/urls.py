@@ -5,7 +5,7 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from . import api, health, views
+from . import api, approval_views, health, views
 
 page_patterns = [
     path("", views.conversation_list, name="conversation-list"),
@@ -16,6 +16,11 @@ page_patterns = [
     path("c/<uuid:conversation_id>/transcript", views.transcript_fragment, name="transcript"),
     path("c/<uuid:conversation_id>/earlier", views.earlier_messages, name="earlier"),
     path("c/<uuid:conversation_id>/stop", views.stop_run, name="stop-run"),
+    path(
+        "c/<uuid:conversation_id>/tools/<int:message_pk>/approval",
+        approval_views.decide_from_page,
+        name="decide-tool",
+    ),
 ]
 
 api_patterns = [
@@ -25,6 +30,11 @@ api_patterns = [
         "conversations/<uuid:conversation_id>/events",
         api.conversation_events,
         name="conversation-events",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/approvals/<path:tool_call_id>",
+        approval_views.approval_endpoint,
+        name="approval",
     ),
 ]
 
