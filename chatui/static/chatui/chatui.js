@@ -351,10 +351,11 @@
     event.preventDefault();
     var button = event.submitter;
     var note = document.getElementById("approval-error");
+    var body = new FormData(form, button); // before disabling: a disabled button sends nothing
     button.disabled = true;
     fetch(button.formAction, {
       method: "POST",
-      body: new FormData(form, button),
+      body: body,
       headers: { "HX-Request": "true" },
       credentials: "same-origin",
     })
