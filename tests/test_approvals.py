@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -340,3 +341,21 @@ def test_sec13_event_contract_fields(api, conversation):
     )
     assert missing.status_code == 400 and missing.json()["field"] == "tool_name"
     assert json.loads(api.post_events(conversation, request()).content)["accepted"] == 1
+
+
+def test_sec13_expire_approvals_command_sweeps(conversation):
+    from django.core.management import call_command
+
+    ingest(conversation, request(timeout_s=0))
+    out = StringIO()
+    call_command("expire_approvals", stdout=out)
+    assert out.getvalue().strip() == "1 approval expired"
+    assert tool(conversation).tool_status == ToolStatus.DENIED
+
+
+def test_sec13_api_read_expires_overdue_requests(api, conversation):
+    ingest(conversation, request(timeout_s=0))
+    body = api.get(f"/api/v1/conversations/{conversation.pk}").json()
+    [entry_dict] = [m for m in body["messages"] if m["role"] == "tool"]
+    assert entry_dict["metadata"]["tool_status"] == "denied"
+    assert entry_dict["metadata"]["approval"]["decision"] == "expired"
