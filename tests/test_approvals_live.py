@@ -7,7 +7,11 @@ connection."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
+from chatui_client import AsyncChatuiClient, ChatuiClient
 
 from tests.support.live import LiveServer
 
@@ -39,3 +43,34 @@ def test_sec13_long_poll_outlasts_the_edge_request_deadline(short_deadline_serve
             f"/conversations/{conversation_id}/approvals/w1", params={"wait": 5}, timeout=30
         )
     assert answer.status_code == 204
+
+
+def test_sec13_python_client_wait_for_approval_gets_the_decision(chatui_server):
+    """The runtime's side with the Python client: ask, then wait; a person (here the
+    API, as the page would) decides meanwhile."""
+    with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+        conversation = chatui.create_conversation("client approval")
+        run = chatui.run(conversation["id"])
+        run.approval_requested("cw1", "delete_file", {"path": "a.txt"}, reason="destructive")
+        assert chatui.wait_for_approval(conversation["id"], "cw1", timeout=1) is None
+
+        def approve() -> None:
+            with chatui_server.api() as api:
+                api.post(
+                    f"/conversations/{conversation['id']}/approvals/cw1",
+                    json={"decision": "approved", "note": "go ahead"},
+                )
+
+        person = threading.Timer(0.5, approve)
+        person.start()
+        decision = chatui.wait_for_approval(conversation["id"], "cw1", timeout=60)
+        person.join()
+    assert decision["decision"] == "approved"
+    assert decision["decided_by"] == "e2e"
+    assert decision["note"] == "go ahead"
+
+    async def again() -> dict:
+        async with AsyncChatuiClient(chatui_server.url, chatui_server.token) as client:
+            return await client.wait_for_approval(conversation["id"], "cw1", timeout=5)
+
+    assert asyncio.run(again())["decision"] == "approved"
