@@ -116,6 +116,14 @@ def decide(
 ) -> Decision:
     """Record a person's decision. EventError: 400 bad decision or note, 404 no such
     request, 409 already decided (by anyone, or expired). Callers check `can_decide`."""
+    return decide_as(conversation, tool_call_id, decision, user.get_username(), note)
+
+
+def decide_as(
+    conversation: Conversation, tool_call_id: str, decision: Any, actor: str, note: Any = ""
+) -> Decision:
+    """`decide` in the name of `actor`: a username, or a scripted reviewer that says
+    what it is (the showcase's "showcase script") — never a runtime's own verdict."""
     if decision not in PERSON_DECISIONS:
         raise EventError(
             "field 'decision' must be one of " + ", ".join(PERSON_DECISIONS), field="decision"
@@ -135,7 +143,7 @@ def decide(
         "tool_call_id": tool_call_id,
         "decision": decision,
         "note": note.strip(),
-        "decided_by": user.get_username(),
+        "decided_by": actor,
         "decided_at": timezone.now().isoformat(),
     }
     try:
@@ -223,6 +231,13 @@ def _record_expiries(conversation: Conversation, events: list[dict[str, Any]]) -
                 if late.status != 409:
                     raise
         return IngestResult(accepted=accepted, duplicates=0, last_seq=conversation.last_seq)
+
+
+def current_decision(conversation_id: Any, tool_call_id: str) -> Decision | None:
+    """What a waiting runtime in this process asks: expire if overdue, then read."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    expire_overdue(conversation)
+    return decision_for(conversation, tool_call_id)
 
 
 def expire_all_overdue(now: datetime | None = None) -> int:
