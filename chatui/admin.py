@@ -53,6 +53,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from . import presenters, search, selectors, services
+from .admin_approvals import HasApprovalsFilter, approval_decisions
 from .exporters import EXPORT_FORMATS, export_text, masked_event
 from .importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
 from .importers.base import max_import_bytes
@@ -284,6 +285,7 @@ class ConversationAdmin(admin.ModelAdmin):
     list_filter = (
         "status",
         HasErrorsFilter,
+        HasApprovalsFilter,
         ToolNameFilter,
         ("owner", admin.RelatedOnlyFieldListFilter),
     )
@@ -301,8 +303,10 @@ class ConversationAdmin(admin.ModelAdmin):
         "messages_count",
         "tool_calls_count",
         "errors_count",
+        "approval_decisions",
     )
     readonly_fields = fields
+    approval_decisions = approval_decisions  # SPEC §13: who decided what, and when
     actions = (
         "export_messages",
         "export_events",

@@ -359,3 +359,27 @@ def test_sec13_api_read_expires_overdue_requests(api, conversation):
     [entry_dict] = [m for m in body["messages"] if m["role"] == "tool"]
     assert entry_dict["metadata"]["tool_status"] == "denied"
     assert entry_dict["metadata"]["approval"]["decision"] == "expired"
+
+
+# -- admin -----------------------------------------------------------------------------
+
+
+def test_sec13_admin_filters_has_approvals_and_lists_decisions(client, conversation, user):
+    from chatui.models import Conversation
+
+    user.is_staff = user.is_superuser = True
+    user.save()
+    plain = Conversation.objects.create(owner=user, title="no approvals here")
+    ingest(plain, {"type": "user.message", "content": "hi"})
+    ingest(conversation, [request("c1"), request("c2")])
+    approvals.decide(conversation, "c1", "denied", user, "too risky")
+    client.force_login(user)
+    listed = client.get("/admin/chatui/conversation/", {"has_approvals": "yes"})
+    assert listed.status_code == 200
+    assert b"no approvals here" not in listed.content
+    assert conversation.title.encode() in listed.content
+    page = client.get(f"/admin/chatui/conversation/{conversation.pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "<code>c1</code>: denied by alice at " in text and "too risky" in text
+    assert "<code>c2</code>: awaiting a decision" in text
