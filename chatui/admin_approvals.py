@@ -68,10 +68,7 @@ def approval_decisions(model_admin, conversation: Conversation) -> str:
         return "—"
     items = format_html_join(
         "",
-        "<li data-approval-row><code>{}</code>: {} by {} at {}{}</li>",
-        (
-            (call, decision, who or "—", at or "—", f" — {note}" if note else "")
-            for call, decision, who, at, note in rows
-        ),
+        "<li data-approval-row><code>{}</code>: {}</li>",
+        ((call, _describe(decision, who, at, note)) for call, decision, who, at, note in rows),
     )
     return format_html('<ul class="approval-decisions">{}</ul>', items)
