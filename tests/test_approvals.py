@@ -383,3 +383,42 @@ def test_sec13_admin_filters_has_approvals_and_lists_decisions(client, conversat
     text = page.content.decode()
     assert "<code>c1</code>: denied by alice at " in text and "too risky" in text
     assert "<code>c2</code>: awaiting a decision" in text
+
+
+# -- exports ----------------------------------------------------------------------------
+
+
+def test_sec13_exports_carry_the_decisions(conversation, user):
+    from chatui.exporters import export_events, export_messages, export_otlp
+
+    ingest(conversation, request())
+    approvals.decide(conversation, "c1", "denied", user, "too risky")
+    lines = [event for event in export_events(conversation) if event["type"] == "tool.approval"]
+    assert [(e["decision"], e["decided_by"], e["note"]) for e in lines] == [
+        ("denied", "alice", "too risky")
+    ]
+    [message] = export_messages(conversation)["messages"]
+    assert message["metadata"]["approval"]["decision"] == "denied"
+    spans = export_otlp(conversation)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    [tool_span] = [span for span in spans if span["name"] == "execute_tool delete_file"]
+    names = [event["name"] for event in tool_span["events"]]
+    assert names == ["chatui.tool.approval_requested", "chatui.tool.approval"]
+    decided = {a["key"]: a["value"]["stringValue"] for a in tool_span["events"][1]["attributes"]}
+    assert decided == {
+        "chatui.approval.decision": "denied",
+        "chatui.approval.decided_by": "alice",
+        "chatui.approval.note": "too risky",
+    }
+
+
+def test_sec13_exported_events_reimport_to_the_same_decision(conversation, user):
+    """An events export holds `tool.approval`: importing it (not a runtime) keeps it."""
+    from chatui.exporters import export_events
+    from chatui.models import Conversation
+
+    ingest(conversation, request())
+    approvals.decide(conversation, "c1", "approved", user)
+    copy = Conversation.objects.create(owner=user, title="copy")
+    ingest(copy, list(export_events(conversation)))
+    assert tool(copy).metadata["approval"]["decided_by"] == "alice"
+    assert tool(copy).tool_status == ToolStatus.QUEUED
