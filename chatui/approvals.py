@@ -132,13 +132,15 @@ def decide_as(
         raise EventError(
             f"field 'note' must be a string of at most {MAX_NOTE_CHARS} characters", field="note"
         )
-    if awaiting(conversation, tool_call_id) is None:
+    asked = awaiting(conversation, tool_call_id)
+    if asked is None:
         raise EventError(
             f"no approval was requested for tool call '{tool_call_id[:200]}'", status=404
         )
     expire_overdue(conversation)
     event = {
         "type": "tool.approval",
+        **_of_run(asked),
         "event_id": decision_event_id(tool_call_id),
         "tool_call_id": tool_call_id,
         "decision": decision,
@@ -157,6 +159,11 @@ def decide_as(
     found = decision_for(conversation, tool_call_id)
     assert found is not None
     return found
+
+
+def _of_run(message: Message) -> dict[str, str]:
+    """A decision belongs to the run that asked (a webhook agent forwards its run's)."""
+    return {"run_id": message.run_id} if message.run_id else {}
 
 
 def _already_decided(conversation: Conversation, tool_call_id: str) -> EventError:
@@ -188,6 +195,7 @@ def _expiry_events(messages: list[Message], now: datetime) -> list[dict[str, Any
         events.append(
             {
                 "type": "tool.approval",
+                **_of_run(message),
                 "event_id": decision_event_id(message.tool_call_id),
                 "tool_call_id": message.tool_call_id,
                 "decision": "expired",
