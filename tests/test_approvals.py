@@ -9,13 +9,15 @@ from io import StringIO
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
 from chatui import approvals, presenters
 from chatui.events import EventError
+from chatui.exporters import export_events, export_messages, export_otlp
 from chatui.ingest import ingest, reproject
-from chatui.models import ApiToken, Event, Message, ToolStatus
+from chatui.models import ApiToken, Conversation, Event, Message, ToolStatus
 from tests.conftest import ApiClient
 
 
@@ -344,8 +346,6 @@ def test_sec13_event_contract_fields(api, conversation):
 
 
 def test_sec13_expire_approvals_command_sweeps(conversation):
-    from django.core.management import call_command
-
     ingest(conversation, request(timeout_s=0))
     out = StringIO()
     call_command("expire_approvals", stdout=out)
@@ -365,8 +365,6 @@ def test_sec13_api_read_expires_overdue_requests(api, conversation):
 
 
 def test_sec13_admin_filters_has_approvals_and_lists_decisions(client, conversation, user):
-    from chatui.models import Conversation
-
     user.is_staff = user.is_superuser = True
     user.save()
     plain = Conversation.objects.create(owner=user, title="no approvals here")
@@ -389,8 +387,6 @@ def test_sec13_admin_filters_has_approvals_and_lists_decisions(client, conversat
 
 
 def test_sec13_exports_carry_the_decisions(conversation, user):
-    from chatui.exporters import export_events, export_messages, export_otlp
-
     ingest(conversation, request())
     approvals.decide(conversation, "c1", "denied", user, "too risky")
     lines = [event for event in export_events(conversation) if event["type"] == "tool.approval"]
@@ -413,9 +409,6 @@ def test_sec13_exports_carry_the_decisions(conversation, user):
 
 def test_sec13_exported_events_reimport_to_the_same_decision(conversation, user):
     """An events export holds `tool.approval`: importing it (not a runtime) keeps it."""
-    from chatui.exporters import export_events
-    from chatui.models import Conversation
-
     ingest(conversation, request())
     approvals.decide(conversation, "c1", "approved", user)
     copy = Conversation.objects.create(owner=user, title="copy")
