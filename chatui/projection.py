@@ -365,7 +365,20 @@ class Projector:
         )
         approved = payload["decision"] == "approved"
         message.tool_status = ToolStatus.QUEUED if approved else ToolStatus.DENIED
+        if approved and self._run_has_ended(message.run_id):
+            # Approved after its run ended: nothing will run it (T2, no ticking timer).
+            message.metadata["no_result_recorded"] = True
         self._save(message, event)
+
+    def _run_has_ended(self, run_id: str) -> bool:
+        if not run_id:
+            return False
+        status = (
+            Run.objects.filter(conversation=self.conversation, run_id=run_id)
+            .values_list("status", flat=True)
+            .first()
+        )
+        return status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
         verb = "continuing" if payload["should_continue"] else "stopped"

@@ -415,3 +415,15 @@ def test_sec13_exported_events_reimport_to_the_same_decision(conversation, user)
     ingest(copy, list(export_events(conversation)))
     assert tool(copy).metadata["approval"]["decided_by"] == "alice"
     assert tool(copy).tool_status == ToolStatus.QUEUED
+
+
+def test_sec13_approved_after_its_run_ended_shows_no_result_not_a_timer(conversation, user):
+    ingest(
+        conversation, [request(), {"type": "agent.status", "status": "completed", "run_id": "r1"}]
+    )
+    approvals.decide(conversation, "c1", "approved", user)
+    shown = entry(conversation)
+    assert shown.no_result and not shown.is_pending and shown.elapsed_text is None
+    before = tool(conversation).metadata
+    reproject(conversation)
+    assert tool(conversation).metadata == before
