@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import time
 from typing import Any
 
@@ -20,8 +21,10 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
+from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -176,3 +179,42 @@ async def approval_endpoint(request: HttpRequest, conversation_id, tool_call_id:
     if request.method == "POST":
         return await sync_to_async(decide_from_api)(request, conversation_id, tool_call_id)
     return await wait_for_decision(request, conversation_id, tool_call_id)
+
+
+# -- serving the long poll beside Django's middleware ----------------------------------------
+
+
+class LongPollRouter:
+    """ASGI: sends `GET …/approvals/{tool_call_id}` straight to the async view.
+
+    Django runs a request through its middleware chain, and while any middleware in it
+    is sync-only (WhiteNoise, today) the whole request — an async view included — is
+    driven from a thread of its own, parked for as long as the view awaits: 20 waiting
+    long polls would hold 20 threads. Routed here, after the edge (which has already
+    checked the bearer token and put it in the scope), a waiting poll holds no thread
+    at all, only a coroutine. It answers JSON, as the API does, with the same headers
+    an API answer gets from the middleware that matter for JSON."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.responder = app if isinstance(app, ASGIHandler) else ASGIHandler()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        match = self._long_poll(scope)
+        if match is None:
+            return await self.app(scope, receive, send)
+        request = ASGIRequest(scope, io.BytesIO())
+        response = await approval_endpoint(request, *match.args, **match.kwargs)
+        response.setdefault("X-Content-Type-Options", "nosniff")
+        response.setdefault("Cache-Control", "no-store")
+        await self.responder.send_response(response, send)
+
+    @staticmethod
+    def _long_poll(scope: dict) -> Any:
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            return None
+        try:
+            match = resolve(scope["path"])
+        except Resolver404:
+            return None
+        return match if match.view_name == "api:approval" else None

@@ -4,7 +4,9 @@ the API, people decide on the page, the runtime learns the decision by long poll
 from __future__ import annotations
 
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -41,6 +43,13 @@ def long_poll(chatui_server, conversation_id: str, call_id: str, wait: int = 30)
             params={"wait": wait},
             timeout=wait + 15,
         )
+
+
+def server_threads(chatui_server, pause: float = 0.0) -> int:
+    """daphne's OS threads now (Linux /proc), after `pause` seconds."""
+    time.sleep(pause)
+    status = Path(f"/proc/{chatui_server.process.pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("Threads:")).split()[1])
 
 
 def entry(page, call_id: str):
@@ -191,13 +200,18 @@ def test_sec13_twenty_long_polls_do_not_hold_up_an_approve(chatui_server):
     conversation_id = chatui_server.new_conversation("many pollers")
     ask(chatui_server, conversation_id, "p1")
     url = f"/conversations/{conversation_id}/approvals/p1"
+    idle = server_threads(chatui_server)
     with ThreadPoolExecutor(20) as pool:
         polls = [pool.submit(long_poll, chatui_server, conversation_id, "p1") for _ in range(20)]
         with chatui_server.api() as api:
             pending = api.get(url, params={"wait": 0})
             assert pending.status_code == 204
+            # Sampled while the polls wait (one that has not arrived yet only makes
+            # this weaker, never wrong): waiting polls park no thread each.
+            busiest = max(server_threads(chatui_server, pause=0.05) for _ in range(20))
             decided = api.post(url, json={"decision": "approved"})
         answers = [poll.result() for poll in polls]
+    assert busiest < idle + 10
     assert decided.status_code == 200
     assert [a.status_code for a in answers] == [200] * 20
     assert {a.json()["decision"] for a in answers} == {"approved"}
