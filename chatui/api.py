@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from . import selectors, services
+from . import approvals, selectors, services
 from .edge import bearer_credential, edge_token, token_for
 from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, json_depth, parse_seq, unstorable
 from .ingest import ingest
@@ -173,6 +173,7 @@ def conversation_detail(request: HttpRequest, conversation_id) -> JsonResponse:
     conversation = selectors.conversation_for_writer(request.user, conversation_id)
     if conversation is None:
         return error("conversation not found", 404)
+    approvals.expire_overdue(conversation)  # SPEC §13: decided on read, nobody need watch
     messages = [message_to_dict(m) for m in selectors.messages_of(conversation)]
     return JsonResponse(
         {
@@ -189,7 +190,7 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
     if conversation is None:
         return error("conversation not found", 404)
     if request.method == "POST":
-        result = ingest(conversation, read_json(request))
+        result = ingest(conversation, read_json(request), from_runtime=True)
         return JsonResponse(result.as_dict())
     after = parse_seq(request.GET.get("after", "0"))
     if after is None:

@@ -276,6 +276,13 @@ TOOL_CALL_FIELDS: dict[str, tuple[Checker, bool]] = {
 
 STATUSES = ("thinking", "running", "info", "completed", "failed")
 
+#: SPEC §13. `expired` is decided by the server ("system") when `timeout_s` passed.
+APPROVAL_DECISIONS = ("approved", "denied", "expired")
+DEFAULT_APPROVAL_TIMEOUT_S = 600
+MAX_APPROVAL_TIMEOUT_S = 7 * 24 * 60 * 60
+#: Written only by chatui itself (chatui.approvals): a runtime posting one gets 400.
+SERVER_ONLY_TYPES = ("tool.approval",)
+
 # type -> {field: (checker, required)}
 SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
     "user.message": {
@@ -319,6 +326,23 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "skipped": (boolean, False),
         # [001] the result is only the runtime's preview (about 200 characters).
         "result_is_preview": (boolean, False),
+    },
+    # SPEC §13: a runtime asks a person before it runs a tool...
+    "agent.tool.approval_requested": {
+        "tool_call_id": (id_string, True),
+        "tool_name": (short_name, True),
+        "args": (obj, False),
+        "args_summary": (string, False),
+        "reason": (string, False),
+        "timeout_s": (number_up_to(MAX_APPROVAL_TIMEOUT_S, "a week in seconds"), False),
+    },
+    # ... and chatui records the decision (SERVER_ONLY_TYPES: never from a runtime).
+    "tool.approval": {
+        "tool_call_id": (id_string, True),
+        "decision": (one_of(*APPROVAL_DECISIONS), True),
+        "note": (string, False),
+        "decided_by": (string, False),
+        "decided_at": (string, False),
     },
     "agent.continuation": {
         "should_continue": (boolean, True),
@@ -441,11 +465,30 @@ def unwrap_batch(body: Any) -> list[Any]:
     return events
 
 
-def parse_events(body: Any, *, max_event_bytes: int | None = None) -> list[NormalisedEvent]:
-    return [
+def parse_events(
+    body: Any, *, max_event_bytes: int | None = None, from_runtime: bool = False
+) -> list[NormalisedEvent]:
+    """`from_runtime`: the events come from an agent runtime (the API), which may not
+    write what only chatui decides (SERVER_ONLY_TYPES)."""
+    events = [
         normalise_event(raw, index, max_event_bytes=max_event_bytes)
         for index, raw in enumerate(unwrap_batch(body))
     ]
+    if from_runtime:
+        refuse_server_only(events)
+    return events
+
+
+def refuse_server_only(events: list[NormalisedEvent]) -> None:
+    for event in events:
+        if event.type in SERVER_ONLY_TYPES:
+            raise EventError(
+                f"'{event.type}' is written by chatui when a person decides; a runtime cannot "
+                "post it (ask with 'agent.tool.approval_requested', then wait with "
+                "GET …/approvals/{tool_call_id}?wait=30)",
+                index=event.index,
+                field="type",
+            )
 
 
 def normalise_event(

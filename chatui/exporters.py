@@ -27,6 +27,9 @@
     run's `agent.step.completed` `tokens`: chatui's event contract carries one
     count, not OTel's input/output split); and `chatui.*` for what has no
     convention (run id and status, tool status, args summary, duration).
+  * tool approval (SPEC §13): the request and the decision are span events of the
+    tool's span, `chatui.tool.approval_requested` (reason) and `chatui.tool.approval`
+    (decision, decided_by, note), at the times the server recorded them.
     A stored number that ingest would not accept today (a row from before the
     limits of chatui.events) is left out, never a failed export.
   Times are unix nanoseconds as decimal strings, ids lowercase hex (OTLP/JSON).
@@ -43,6 +46,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 from django.db.models import Max, Min
+from django.utils.dateparse import parse_datetime
 
 from .events import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from .models import Conversation, Event, Message, Role, Run, ToolStatus
@@ -375,7 +379,59 @@ def _tool_span(
             ]
         ),
         "status": status,
+        **_approval_span_events(meta),
     }
+
+
+def _approval_span_events(meta: dict[str, Any]) -> dict[str, Any]:
+    """SPEC §13: the request and its decision as span events on the tool's span
+    ({} when the tool was never put to a person, so other spans stay as they were)."""
+    approval = meta.get("approval")
+    if not isinstance(approval, dict):
+        return {}
+    events = []
+    requested = _moment(approval.get("requested_at"))
+    if requested is not None:
+        events.append(
+            _span_event(
+                "chatui.tool.approval_requested",
+                requested,
+                [("chatui.approval.reason", approval.get("reason") or None)],
+            )
+        )
+    decided = _moment(approval.get("decided_at"))
+    if approval.get("decision") and decided is not None:
+        events.append(
+            _span_event(
+                "chatui.tool.approval",
+                decided,
+                [
+                    ("chatui.approval.decision", approval.get("decision")),
+                    ("chatui.approval.decided_by", approval.get("decided_by") or None),
+                    ("chatui.approval.note", approval.get("note") or None),
+                ],
+            )
+        )
+    return {"events": events} if events else {}
+
+
+def _span_event(name: str, moment: datetime, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {
+        "timeUnixNano": str(unix_nanos(moment)),
+        "name": name,
+        "attributes": _attributes(pairs),
+    }
+
+
+def _moment(raw: Any) -> datetime | None:
+    """A stored ISO time, or None when it is missing or not one."""
+    try:
+        moment = parse_datetime(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment
 
 
 # -- files ------------------------------------------------------------------------

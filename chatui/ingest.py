@@ -52,13 +52,16 @@ class IngestResult:
         return {"accepted": self.accepted, "duplicates": self.duplicates, "last_seq": self.last_seq}
 
 
-def ingest(conversation: Conversation, body: Any) -> IngestResult:
+def ingest(conversation: Conversation, body: Any, *, from_runtime: bool = False) -> IngestResult:
     """Validate and apply one event, a list of events, or {"events": [...]}.
 
     Raises EventError (nothing applied) for bad input or a reused event_id with
-    another body. Applies the batch whole or not at all.
+    another body. Applies the batch whole or not at all. `from_runtime` (the API)
+    refuses the events only chatui itself writes (a person's `tool.approval`).
     """
-    events = parse_events(body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES)
+    events = parse_events(
+        body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES, from_runtime=from_runtime
+    )
     return ingest_normalised(conversation, events)
 
 

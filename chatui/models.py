@@ -68,6 +68,7 @@ class Conversation(models.Model):
         ]
         permissions = [
             ("ingest_any", "Can post events to any user's conversation"),
+            ("approve_tool", "Can approve or deny a tool call in any conversation they can see"),
         ]
 
     def __str__(self) -> str:
@@ -122,6 +123,9 @@ class ToolStatus(models.TextChoices):
     ERROR = "error", "Error"
     # [001] AgentSpine's `skipped: true`: neither success nor error.
     SKIPPED = "skipped", "Skipped"
+    # SPEC §13: waiting for a person's decision; denied (or expired) is not an error.
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    DENIED = "denied", "Denied"
 
 
 class Message(models.Model):
@@ -141,7 +145,7 @@ class Message(models.Model):
     # Indexed copies of metadata, for lookups, admin filters and counts.
     tool_call_id = models.CharField(max_length=200, blank=True, db_index=True)
     tool_name = models.CharField(max_length=200, blank=True, db_index=True)
-    tool_status = models.CharField(max_length=16, choices=ToolStatus.choices, blank=True)
+    tool_status = models.CharField(max_length=20, choices=ToolStatus.choices, blank=True)
     parent_tool_call_id = models.CharField(max_length=200, blank=True)
     status_type = models.CharField(max_length=20, blank=True)
     # Streaming assistant text is open until agent.step.completed finalises it.

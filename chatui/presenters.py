@@ -33,10 +33,12 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
 from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number, details_failure
@@ -186,7 +188,7 @@ class ToolEntryView:
     tool_call_id: str  # raw: only ever an (escaped) attribute value
     tool_name: str
     title: str  # G10
-    status: str  # queued | running | success | error
+    status: str  # queued | running | awaiting_approval | success | error | denied | skipped
     is_pending: bool  # G5
     is_error: bool  # G6
     call_line: str  # G3
@@ -213,6 +215,7 @@ class ToolEntryView:
     attempt_history: str | None = None  # G14: "failed once, succeeded on 2/3"
     args_text: str | None = None  # G16: what Copy args copies
     failure: str | None = None  # G15: why details make this a failure ("exit code 2")
+    approval: ApprovalView | None = None  # SPEC §13: asked for a person's decision
 
     @property
     def is_running(self) -> bool:
@@ -231,6 +234,18 @@ class LiveLineView:
     progress_line: str | None
     started_at_iso: str
     elapsed_text: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """SPEC §13: why the runtime asks, and what was decided (by whom, when)."""
+
+    reason: str
+    is_awaiting: bool  # Approve / Deny are shown (to those who may decide)
+    decision: str | None  # approved | denied | expired
+    line: str | None  # "Approved by alice · 14:02" / "Denied by alice: too risky"
+    decide_url: str  # the page form's action for this entry
+    expires_at_iso: str
 
 
 @dataclass(frozen=True)
@@ -253,6 +268,8 @@ class ToolBatchView:
     running_text: str | None = None  # "2 running"
     queued_text: str | None = None  # "9 queued"
     live: LiveLineView | None = None  # §10: the running entry, shown in the summary
+    awaiting_text: str | None = None  # "1 awaiting approval" (SPEC §13)
+    denied_text: str | None = None  # "1 denied", muted (SPEC §13)
 
     @property
     def summary_id(self) -> str:
@@ -640,6 +657,7 @@ def present_tool_entry(
         pks=(message.pk,),
         args_text=_args_text(meta),
         failure=failure,
+        approval=present_approval(message, meta),
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
 
@@ -650,6 +668,52 @@ def _args_text(meta: dict[str, Any]) -> str | None:
         return neutralise(json.dumps(meta["args"], indent=2, ensure_ascii=False, default=str))
     summary = meta.get("args_summary")
     return neutralise(summary) if isinstance(summary, str) and summary.strip() else None
+
+
+def present_approval(message: Message, meta: dict[str, Any]) -> ApprovalView | None:
+    """SPEC §13: the reason, the buttons while awaiting, then the decision line."""
+    approval = meta.get("approval")
+    if not isinstance(approval, dict):
+        return None
+    decision = approval.get("decision")
+    decision = decision if decision in ("approved", "denied", "expired") else None
+    return ApprovalView(
+        reason=neutralise(clip(str(approval.get("reason") or ""), ERROR_CHARS)),
+        is_awaiting=message.tool_status == ToolStatus.AWAITING_APPROVAL,
+        decision=decision,
+        line=approval_line(approval) if decision else None,
+        decide_url=reverse("chatui:decide-tool", args=[message.conversation_id, message.pk]),
+        expires_at_iso=str(approval.get("expires_at") or ""),
+    )
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    """ "Approved by alice · 14:02", "Denied by alice: too risky", "Expired · no decision"."""
+    decision = approval.get("decision")
+    if decision == "expired":
+        return "Expired · no decision"
+    who = neutralise(clip(str(approval.get("decided_by") or "someone"), TOOL_NAME_CHARS))
+    note = neutralise(clip(collapse_newlines(str(approval.get("note") or "")), ERROR_CHARS))
+    if decision == "denied":
+        return f"Denied by {who}" + (f": {note}" if note else "")
+    line = f"Approved by {who}"
+    when = _clock(approval.get("decided_at"))
+    if when:
+        line += f" · {when}"
+    return line + (f": {note}" if note else "")
+
+
+def _clock(raw: Any) -> str | None:
+    """ "14:02" in the site's time zone, or None for a missing or bad time."""
+    try:
+        moment = parse_datetime(raw) if isinstance(raw, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        return None
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return timezone.localtime(moment).strftime("%H:%M")
 
 
 def _preview_note(meta: dict[str, Any], content: str) -> str | None:
@@ -843,6 +907,7 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
     every = list(iter_entries(entries))
     failed = sum(entry.is_error for entry in every)
     running = sum(entry.is_running for entry in every)
+    awaiting = sum(entry.status == ToolStatus.AWAITING_APPROVAL for entry in every)
     count = len(entries)
     return ToolBatchView(
         dom_id=f"b-{roots[0].pk}",  # the first top-level entry's pk: stable as the batch grows
@@ -859,8 +924,11 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
         names_text=_names_text(entries),
         live=_live_line(every),
         # G6: a batch holding an error renders expanded; §10: so does one holding a
-        # running entry, until none runs (a fresh load then shows it closed again).
-        open=failed > 0 or running > 0,
+        # running entry, until none runs (a fresh load then shows it closed again),
+        # and one waiting for a person (SPEC §13: its buttons must be in sight).
+        open=failed > 0 or running > 0 or awaiting > 0,
+        awaiting_text=_counted(awaiting, "awaiting approval"),
+        denied_text=_counted(sum(entry.status == ToolStatus.DENIED for entry in every), "denied"),
         updated_seq=max(entry.updated_seq for entry in every),
     )
 

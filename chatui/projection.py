@@ -15,13 +15,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import F, Value
 from django.db.models.functions import Concat, Substr
 
 from . import search
-from .events import AGENTSPINE, details_failure, is_tool_execution_result, result_text
+from .events import (
+    AGENTSPINE,
+    DEFAULT_APPROVAL_TIMEOUT_S,
+    details_failure,
+    is_tool_execution_result,
+    result_text,
+)
 from .models import (
     Conversation,
     ConversationStatus,
@@ -34,7 +41,8 @@ from .models import (
     position_for,
 )
 
-FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED)
+# A denied call never runs: what a runtime sends for it afterwards changes nothing.
+FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
 OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # The live output tail kept on a running tool; the event log keeps every chunk.
 OUTPUT_TAIL_CHARS = 8000
@@ -338,6 +346,74 @@ class Projector:
         else:
             message.tool_status = ToolStatus.SKIPPED if skipped else ToolStatus.SUCCESS
             message.content = text
+
+    # -- SPEC §13 tool approval ---------------------------------------------
+
+    def _on_agent_tool_approval_requested(self, event: Event, payload: dict[str, Any]) -> None:
+        """The entry waits for a person. Its deadline is reckoned from when the server
+        received the request (its own clock, not the runtime's), so re-projection
+        gives the same one."""
+        call_id = payload["tool_call_id"]
+        message = self._tool(call_id) or self._claim_queued(call_id, payload["tool_name"])
+        if message is None:
+            message = self._create(
+                event,
+                f"tool_{call_id}",
+                Role.TOOL,
+                tool_call_id=call_id,
+                tool_name=payload["tool_name"],
+                tool_status=ToolStatus.AWAITING_APPROVAL,
+            )
+        elif message.tool_status in FINISHED or "approval" in message.metadata:
+            return  # asked again, or after it ran: the first request stands
+        message.tool_status = ToolStatus.AWAITING_APPROVAL
+        message.tool_name = payload["tool_name"]
+        for key in ("args", "args_summary"):
+            if key in payload:
+                message.metadata[key] = payload[key]
+        timeout_s = payload.get("timeout_s", DEFAULT_APPROVAL_TIMEOUT_S)
+        message.metadata["approval"] = {
+            "reason": payload.get("reason", ""),
+            "timeout_s": timeout_s,
+            "requested_at": event.received_at.isoformat(),
+            "expires_at": (event.received_at + timedelta(seconds=timeout_s)).isoformat(),
+        }
+        self._save(message, event)
+
+    def _on_tool_approval(self, event: Event, payload: dict[str, Any]) -> None:
+        """The first decision wins (chatui.approvals refuses a second one; this keeps
+        re-projection of any log to the same rule). Approved: queued until the runtime
+        starts it; denied or expired: denied, never run."""
+        message = self._tool(payload["tool_call_id"])
+        if message is None or message.tool_status != ToolStatus.AWAITING_APPROVAL:
+            return  # kept in the log
+        approval = message.metadata.setdefault("approval", {})
+        if approval.get("decision"):
+            return
+        approval.update(
+            {
+                "decision": payload["decision"],
+                "decided_by": payload.get("decided_by", ""),
+                "decided_at": payload.get("decided_at") or event.timestamp.isoformat(),
+                "note": payload.get("note", ""),
+            }
+        )
+        approved = payload["decision"] == "approved"
+        message.tool_status = ToolStatus.QUEUED if approved else ToolStatus.DENIED
+        if approved and self._run_has_ended(message.run_id):
+            # Approved after its run ended: nothing will run it (T2, no ticking timer).
+            message.metadata["no_result_recorded"] = True
+        self._save(message, event)
+
+    def _run_has_ended(self, run_id: str) -> bool:
+        if not run_id:
+            return False
+        status = (
+            Run.objects.filter(conversation=self.conversation, run_id=run_id)
+            .values_list("status", flat=True)
+            .first()
+        )
+        return status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
         verb = "continuing" if payload["should_continue"] else "stopped"

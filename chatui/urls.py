@@ -5,7 +5,7 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from . import api, health, replay_views, views
+from . import api, approval_views, health, replay_views, views
 
 page_patterns = [
     path("", views.conversation_list, name="conversation-list"),
@@ -18,6 +18,11 @@ page_patterns = [
     path("c/<uuid:conversation_id>/stop", views.stop_run, name="stop-run"),
     path("c/<uuid:conversation_id>/at/<str:at>", replay_views.moment_fragment, name="moment"),
     path("c/<uuid:conversation_id>/replay", replay_views.replay_page, name="replay"),
+    path(
+        "c/<uuid:conversation_id>/tools/<int:message_pk>/approval",
+        approval_views.decide_from_page,
+        name="decide-tool",
+    ),
 ]
 
 api_patterns = [
@@ -27,6 +32,11 @@ api_patterns = [
         "conversations/<uuid:conversation_id>/events",
         api.conversation_events,
         name="conversation-events",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/approvals/<path:tool_call_id>",
+        approval_views.approval_endpoint,
+        name="approval",
     ),
 ]
 

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import agents, frames, listing, pages, replay_views, search, selectors, services
+from . import agents, approvals, frames, listing, pages, replay_views, search, selectors, services
 from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
@@ -70,6 +70,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     conversation = _viewable(request, conversation_id)
     if "at" in request.GET:  # a past moment (SPEC §14)
         return replay_views.time_travel_page(request, conversation, request.GET["at"])
+    approvals.expire_overdue(conversation)  # SPEC §13: deadlines pass with nobody watching
     anchor = _optional_number(request, "m")
     if anchor is False:
         return HttpResponse("'m' must be a message id (ASCII digits)", status=400)
@@ -77,6 +78,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context = _window_context(conversation, anchored.position if anchored else None)
     context["compose_token"] = uuid.uuid4().hex
     context["can_post"] = conversation.owner_id == request.user.pk
+    context["can_decide"] = approvals.can_decide(request.user, conversation)
     context["accepts_input"] = pages.composer_open(conversation)
     context["rail_rows"] = listing.present_rows(
         selectors.conversation_rows(request.user, RAIL_LIMIT)

@@ -11,6 +11,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from chatui.approval_views import LongPollRouter  # noqa: E402
 from chatui.edge import EdgeMiddleware, SameOriginValidator, guard_daphne  # noqa: E402
 from chatui.routing import (  # noqa: E402
     IngestSockets,
@@ -24,7 +25,8 @@ guard_daphne()
 
 application = ProtocolTypeRouter(
     {
-        "http": EdgeMiddleware(django_asgi_app),
+        # SPEC §13: a waiting approval long poll holds no thread (LongPollRouter).
+        "http": EdgeMiddleware(LongPollRouter(django_asgi_app)),
         "websocket": IngestSockets(
             viewers=SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
             ingest=URLRouter(ingest_websocket_urlpatterns),  # SPEC §2.2: bearer tokens

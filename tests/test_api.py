@@ -497,6 +497,6 @@ def test_api_djangos_own_400_is_json_too(api, conversation):
 def test_readme_curl_examples_send_the_json_content_type():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     posts = [line for line in readme.splitlines() if "curl " in line and " -d " in line]
-    assert len(posts) == 2
+    assert len(posts) == 3  # events twice, and the tool approval request (SPEC §13)
     assert 'JSON="Content-Type: application/json"' in readme
     assert all('-H "$JSON"' in line for line in posts)

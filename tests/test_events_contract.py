@@ -22,6 +22,8 @@ VALID = {
     "agent.tool.completed": {"tool_call_id": "c1", "result": "ok"},
     "agent.continuation": {"should_continue": False, "stop_reason": "x", "resolved_by": "y"},
     "agent.status": {"status": "thinking"},
+    "agent.tool.approval_requested": {"tool_call_id": "c1", "tool_name": "rm", "timeout_s": 60},
+    "tool.approval": {"tool_call_id": "c1", "decision": "denied", "decided_by": "alice"},
 }
 
 

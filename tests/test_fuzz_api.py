@@ -53,12 +53,14 @@ from hypothesis import strategies as st
 from chatui.events import (
     ALIASES,
     EVENT_TYPES,
+    MAX_APPROVAL_TIMEOUT_S,
     MAX_ATTEMPTS,
     MAX_DURATION_MS,
     MAX_ID_CHARS,
     MAX_SEQ,
     MAX_TOKENS,
     SCHEMAS,
+    SERVER_ONLY_TYPES,
     STATUSES,
     EventError,
     canonical_json,
@@ -234,6 +236,9 @@ GOOD: dict[str, st.SearchStrategy] = {
     "final_text": contract_text,
     "result_is_preview": st.booleans(),
     "phase": st.sampled_from(["start", "end"]),
+    # SPEC §13
+    "reason": contract_text,
+    "timeout_s": st.integers(0, MAX_APPROVAL_TIMEOUT_S) | st.floats(0, MAX_APPROVAL_TIMEOUT_S),
 }
 EXTRA_FIELDS = ("event_id", "run_id", "timestamp")
 ALIAS_FIELDS = {
@@ -250,7 +255,10 @@ ALIAS_SETS = {
 }
 
 
-KINDS = st.sampled_from(EVENT_TYPES + tuple(ALIASES))
+#: What a runtime may post: `tool.approval` is chatui's own (SPEC §13), a near miss here.
+KINDS = st.sampled_from(
+    tuple(kind for kind in EVENT_TYPES if kind not in SERVER_ONLY_TYPES) + tuple(ALIASES)
+)
 NEAR_MISS_KINDS = st.sampled_from(
     ["agent.tool.Started", "agent.tool", "tool_execution_update", "agent_start", "tool.approval"]
 )

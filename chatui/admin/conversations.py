@@ -28,6 +28,7 @@ from ..ingest import reproject
 from ..models import Conversation, Role
 from ..reveal import reveal_invisible
 from ..selectors import message_count
+from .approvals import HasApprovalsFilter, approval_decisions
 from .audit import audit_context
 from .base import ERROR_Q, VIEW_SECRETS, AuditAdmin
 from .filters import HasErrorsFilter, ToolNameFilter
@@ -50,6 +51,7 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
     list_filter = (
         "status",
         HasErrorsFilter,
+        HasApprovalsFilter,
         ToolNameFilter,
         ("owner", admin.RelatedOnlyFieldListFilter),
     )
@@ -68,8 +70,10 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "tool_calls_count",
         "errors_count",
         "replay_links",
+        "approval_decisions",
     )
     readonly_fields = fields
+    approval_decisions = approval_decisions  # SPEC §13: who decided what, and when
     actions = (
         "export_messages",
         "export_events",

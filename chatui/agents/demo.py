@@ -14,11 +14,15 @@ its main part when asked for "showcase" or "everything".
 from __future__ import annotations
 
 import json
+import re
 import time
 
+from .. import approvals
 from ..text import first_line, humanise_tool_name
+from .approval import ask_approval, wait_for_decision
 from .base import AgentError, RunContext, demo_delay, estimate_tokens
 from .planner import Planned, plan_tools, wants
+from .runner import db
 from .tools import Sandbox, Toolbox, ToolOutcome
 
 #: (words in the user's message, what the demo does, an example). The order of
@@ -47,7 +51,16 @@ KEYWORDS: list[tuple[str, str, str]] = [
         "try the flaky tool",
     ),
     ("fail, broken", "a tool that errors (a missing file)", "make a tool fail"),
+    (
+        "delete/remove PATH",
+        "`delete_file`: asks you first (Approve / Deny), then simulates it",
+        "delete notes/todo.txt",
+    ),
 ]
+
+#: SPEC §13: the demo's one destructive tool waits this long for a person.
+DELETE_APPROVAL_TIMEOUT_S = 120
+DELETE_TARGET = re.compile(r"\b(?:delete|remove)\s+(?:the\s+file\s+)?(?P<path>[\w./-]+)", re.I)
 
 
 class DemoAgent:
@@ -68,6 +81,9 @@ class DemoAgent:
         await ctx.pause()
         if wants(text, "crash"):
             raise AgentError("The demo agent crashed on purpose, as you asked. History is kept.")
+        if wants(text, "delete", "remove"):
+            await self._delete_with_approval(ctx)
+            return
         plan = plan_tools(text)
         if not plan:
             await self._help(ctx)
@@ -111,6 +127,39 @@ class DemoAgent:
                 notes.append(note)
                 await ctx.info(f"Noted while working: {first_line(note, 80)}")
         return outcomes, notes
+
+    async def _delete_with_approval(self, ctx: RunContext) -> None:
+        """SPEC §13: the demo's one destructive tool asks a person before it runs."""
+        found = DELETE_TARGET.search(ctx.user_text)
+        path = found.group("path") if found else "notes/todo.txt"
+        step = ctx.assistant()
+        preface = f"Deleting `{path}` cannot be undone, so I'll ask you first."
+        await step.stream(preface)
+        call = ctx.tool("delete_file", {"path": path})
+        await step.complete(tool_calls=[call], tokens=estimate_tokens(ctx.user_text, preface))
+        decision = await ask_approval(
+            call, reason=f"Deletes {path} from the sandbox", timeout_s=DELETE_APPROVAL_TIMEOUT_S
+        )
+        if decision.decision == "approved":
+            await call.start()
+            await ctx.pause()
+            # The sandbox is read-only (every demo shares it): the deletion is simulated.
+            await call.succeed(
+                f"deleted {path} (simulated: the demo sandbox is read-only)",
+                details={"kind": "file", "path": path},
+            )
+            answer = f"Done: `{path}` is deleted (simulated), as {decision.decided_by} approved."
+        elif decision.decision == "denied":
+            reason = f": {decision.note}" if decision.note else "."
+            answer = f"I left `{path}` alone — {decision.decided_by} denied it{reason}"
+        else:
+            answer = f"Nobody decided in time, so I left `{path}` alone (the request expired)."
+        final = ctx.assistant()
+        await final.stream(answer)
+        await final.complete(tokens=estimate_tokens(answer))
+        await ctx.continuation(
+            should_continue=False, stop_reason="end_turn", resolved_by="DemoAgent"
+        )
 
     async def _help(self, ctx: RunContext) -> None:
         answer = help_text()
@@ -328,8 +377,58 @@ async def _agentspine_tool(ctx: RunContext, call) -> None:
     )
 
 
+#: SPEC §13 in the showcase: how long its unanswered request waits before it expires.
+SHOWCASE_EXPIRY_S = 2
+SHOWCASE_REVIEWER = "showcase script"
+
+
+async def showcase_approvals(ctx: RunContext) -> None:
+    """SPEC §13's three outcomes. The showcase cannot wait for you, so a reviewer that
+    says what it is ("showcase script") approves one and denies one; nobody answers the
+    third, and the server expires it."""
+    step = ctx.assistant()
+    await step.stream("Some tools ask a person first (SPEC §13): approved, denied, expired.")
+    calls = [
+        ctx.tool("delete_file", {"path": "notes/old-draft.txt"}),
+        ctx.tool("run_command", {"command": "rm -rf data/"}),
+        ctx.tool("send_email", {"to": "everyone@example.com", "subject": "Release"}),
+    ]
+    await step.complete(tool_calls=calls, tokens=40)
+    asks = [
+        ("Deletes a draft from the sandbox", "approved", ""),
+        ("Removes the whole data folder", "denied", "too risky"),
+        ("Emails every customer", None, ""),
+    ]
+    for call, (reason, verdict, note) in zip(calls, asks, strict=True):
+        await ctx.emit(
+            {
+                "type": "agent.tool.approval_requested",
+                "tool_call_id": call.id,
+                "tool_name": call.name,
+                "args": call.args,
+                "reason": reason,
+                "timeout_s": SHOWCASE_EXPIRY_S if verdict is None else 600,
+            }
+        )
+        await ctx.pause()
+        if verdict is not None:
+            await db(approvals.decide_as)(
+                ctx.conversation, call.id, verdict, SHOWCASE_REVIEWER, note
+            )
+    await wait_for_decision(ctx.conversation_id, calls[2].id)  # the server expires it
+    await calls[0].start()
+    await ctx.pause()
+    await calls[0].succeed(
+        "deleted notes/old-draft.txt (simulated)",
+        details={"kind": "file", "path": "notes/old-draft.txt"},
+        duration_ms=20,
+    )
+
+
 async def showcase_failure(ctx: RunContext, tb: Toolbox) -> None:
-    """The second run: ends `failed`, so the page shows the red banner (S2)."""
+    """The second run: tool approval's three outcomes (SPEC §13), then it ends
+    `failed`, so the page shows the red banner (S2)."""
+    await showcase_approvals(ctx)
     await ctx.thinking("Calling the model…")
     await ctx.pause()
     step = ctx.assistant()

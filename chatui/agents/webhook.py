@@ -23,6 +23,10 @@ status to become `completed`/`failed`, woken by `events_ingested` (and polling
 the database every few seconds, for events ingested by another process). If the
 runtime never ends the run, it fails after `CHATUI_WEBHOOK_RUN_TIMEOUT` seconds
 (default 900). Stop works as for every run.
+
+Tool approval (SPEC §13): a runtime that posts `agent.tool.approval_requested` for its
+run gets each decision back as a callback POST to the same URL (see
+`forward_decisions`), or long polls `GET …/approvals/{tool_call_id}?wait=30`.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from django.db import OperationalError
 from django.urls import reverse
 
 from ..ingest import events_ingested
-from ..models import ConversationStatus
+from ..models import ConversationStatus, Event
 from .base import (
     AgentError,
     RunContext,
@@ -48,11 +52,13 @@ from .base import (
     setting,
     url_secrets,
 )
-from .runs import run_status
+from .runs import db, run_status
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 8.0
+#: How often a webhook run looks for approval decisions to forward (SPEC §13).
+DECISION_POLL_SECONDS = 0.5
 ENDED = (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
 
 
@@ -102,15 +108,38 @@ class WebhookAgent:
         if not self.url:
             raise AgentError("No agent runtime is configured: set CHATUI_WEBHOOK_URL.")
         await self.deliver(self.payload(ctx), ctx.run_id)
-        status = await wait_for_run_end(
-            ctx.conversation_id, ctx.run_id, timeout=self.run_timeout, poll=self.poll_interval
-        )
+        forwarding = asyncio.ensure_future(self.forward_decisions(ctx))
+        try:
+            status = await wait_for_run_end(
+                ctx.conversation_id, ctx.run_id, timeout=self.run_timeout, poll=self.poll_interval
+            )
+        finally:
+            forwarding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await forwarding
         if status is None:
             raise AgentError(
                 f"The agent runtime accepted the run but did not finish it within "
                 f"{self.run_timeout:g} s."
             )
         ctx.mark_ended(status)
+
+    async def forward_decisions(self, ctx: RunContext) -> None:
+        """SPEC §13: each decision on a tool this run asked about is POSTed to the
+        runtime as a callback `{"type": "tool.approval", conversation_id, run_id,
+        tool_call_id, decision, decided_by, decided_at, note}` (same URL and token,
+        `Idempotency-Key: <run_id>:<decision event id>`). A runtime may long poll
+        instead; the callback is best effort, retried like a run's delivery."""
+        after = 0
+        while True:
+            for seq, body in await decisions_after(ctx.conversation_id, ctx.run_id, after):
+                after = seq
+                key = f"{ctx.run_id}:{seq}"
+                try:
+                    await self.deliver(body, key)
+                except AgentError as problem:
+                    logger.warning("approval callback %s not delivered: %s", key, problem)
+            await asyncio.sleep(DECISION_POLL_SECONDS)
 
     @property
     def origin(self) -> str:
@@ -170,6 +199,29 @@ class WebhookAgent:
             f"The agent runtime at {self.origin} refused the run: {problem}"
             + (f" — {detail}" if detail else "")
         )
+
+
+@db
+def decisions_after(conversation_id: Any, run_id: str, after: int) -> list[tuple[int, dict]]:
+    """The run's `tool.approval` events after seq `after`, as callback bodies."""
+    events = Event.objects.filter(
+        conversation_id=conversation_id, run_id=run_id, type="tool.approval", seq__gt=after
+    ).order_by("seq")
+    return [
+        (
+            event.seq,
+            {
+                "type": "tool.approval",
+                "conversation_id": str(conversation_id),
+                "run_id": run_id,
+                **{
+                    key: event.payload.get(key, "")
+                    for key in ("tool_call_id", "decision", "decided_by", "decided_at", "note")
+                },
+            },
+        )
+        for event in events
+    ]
 
 
 def backoff_delay(attempt: int, base: float) -> float:

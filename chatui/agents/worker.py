@@ -12,7 +12,8 @@ Every `CHATUI_RUN_HEARTBEAT_SECONDS` it
 - cancels those the database says have ended (stopped by a web process that
   got no answer in time, or reaped): nothing of theirs is written afterwards;
 - sweeps: fails every run whose heartbeat is older than `CHATUI_RUN_LOST_SECONDS`
-  ("worker lost", or "no run worker took the run"), through `ingest`.
+  ("worker lost", or "no run worker took the run"), through `ingest`; and records
+  `expired` for tool approvals past their deadline (chatui.approvals).
 
 So a worker killed mid-run leaves its runs failed within LOST + HEARTBEAT seconds
 of its death, as long as any worker (or the web process a viewer asks) remains.
@@ -30,6 +31,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
 from django.utils import timezone
 
+from .. import approvals
 from ..models import Conversation, ConversationStatus, Run
 from . import runner
 from .dispatch import RUN_QUEUE, reap_lost_runs
@@ -112,6 +114,8 @@ class RunWorker:
                     logger.warning("run %s ended elsewhere; cancelling it here", run_id)
                     await runner.stop_run(conversation_id, "the run was ended elsewhere")
                 await db(reap_lost_runs)()
+                # SPEC §13: approvals past their deadline in conversations nobody reads.
+                await db(approvals.expire_all_overdue)()
             except Exception:
                 logger.exception("run worker heartbeat failed")
 

@@ -453,6 +453,38 @@
     return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
   }
 
+  /* --- tool approval (SPEC §13): Approve / Deny post #approval-form in the background;
+   * the live frame of the decision then removes the buttons in every open page. Without
+   * JavaScript the same form posts normally and the page reloads. --- */
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.id !== "approval-form" || !event.submitter || !window.fetch) return;
+    event.preventDefault();
+    var button = event.submitter;
+    var note = document.getElementById("approval-error");
+    var body = new FormData(form, button); // before disabling: a disabled button sends nothing
+    button.disabled = true;
+    fetch(button.formAction, {
+      method: "POST",
+      body: body,
+      headers: { "HX-Request": "true" },
+      credentials: "same-origin",
+    })
+      .then(function (response) {
+        if (response.ok) {
+          if (note) note.hidden = true;
+          return;
+        }
+        return response.text().then(function (text) {
+          if (note) {
+            note.textContent = text || "The decision could not be recorded.";
+            note.hidden = false;
+          }
+        });
+      })
+      .finally(function () { button.disabled = false; });
+  });
+
   /* --- a search hit: /c/<id>/?m=<pk>#m-<pk> opens at that message --- */
   function revealAnchor() {
     var id = window.location.hash.slice(1);

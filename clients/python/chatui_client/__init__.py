@@ -61,14 +61,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import os
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -91,6 +93,9 @@ __all__ = [
 
 API_PREFIX = "/api/v1"
 USER_AGENT = "chatui-client/1"
+#: SPEC §13: the server's longest long poll, and how much longer an attempt may take.
+APPROVAL_MAX_WAIT = 30
+APPROVAL_POLL_SLACK = 15.0
 #: Answers worth another attempt: the server (or a proxy in front of it) may succeed later.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 #: Answers that say the request was refused before anything was done.
@@ -309,6 +314,8 @@ class _Call:
     #: Safe to repeat after a request that may have been processed (GETs, events with ids).
     idempotent: bool = True
     events: list[dict[str, Any]] | None = None
+    #: This call's own per-attempt timeout (a long poll waits longer than the client's).
+    timeout: float | None = None
     attempts: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -349,6 +356,8 @@ class _Call:
         return delay
 
     def result(self, response: httpx.Response) -> Any:
+        if response.status_code == 204:  # e.g. a long poll that is still pending
+            return self.parse(None)
         try:
             data = response.json()
         except ValueError:
@@ -459,6 +468,22 @@ class _BaseClient:
             "GET", f"/conversations/{conversation_id}/events", params={"after": after}
         )
 
+    def _approval(self, conversation_id: str, tool_call_id: str, wait: int) -> _Call:
+        """SPEC §13 long poll: the decision, or None while still pending."""
+        return self._call(
+            "GET",
+            f"/conversations/{conversation_id}/approvals/{quote(tool_call_id, safe='')}",
+            params={"wait": wait},
+            timeout=wait + APPROVAL_POLL_SLACK,
+        )
+
+    @staticmethod
+    def _approval_waits(timeout: float) -> Iterator[int]:
+        """The `wait` of each long poll until `timeout` seconds have passed."""
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            yield max(1, min(APPROVAL_MAX_WAIT, math.ceil(remaining)))
+
     @staticmethod
     def _merge_page(into: dict[str, Any], page: dict[str, Any]) -> int | None:
         """Add a page to the result; the next `after`, or None when there is no more."""
@@ -505,7 +530,11 @@ class ChatuiClient(_BaseClient):
         while True:
             try:
                 response = self._http.request(
-                    call.method, call.path, content=call.content, params=call.params
+                    call.method,
+                    call.path,
+                    content=call.content,
+                    params=call.params,
+                    timeout=call.timeout or httpx.USE_CLIENT_DEFAULT,
                 )
             except httpx.TransportError as error:
                 delay = call.next_delay(error=error)
@@ -568,6 +597,19 @@ class ChatuiClient(_BaseClient):
 
         return EventStream(post, flush_after=flush_after, wait=lambda: stored["last_seq"])
 
+    def wait_for_approval(
+        self, conversation_id: str, tool_call_id: str, *, timeout: float = 600.0
+    ) -> dict[str, Any] | None:
+        """Wait for a person's decision on a tool call you asked about with
+        ``agent.tool.approval_requested`` (SPEC §13): ``{tool_call_id, decision,
+        decided_by, decided_at, note}`` — ``decision`` is ``approved``, ``denied`` or
+        ``expired`` — or None if ``timeout`` seconds pass first. Long polls, 30 s at a time."""
+        for wait in self._approval_waits(timeout):
+            decision = self._send(self._approval(conversation_id, tool_call_id, wait))
+            if decision is not None:
+                return decision
+        return None
+
     def run(self, conversation_id: str, run_id: str | None = None, **options: Any) -> Run:
         """A `Run` posting to this conversation (``run_id`` defaults to a new uuid)."""
         return Run(self, conversation_id, run_id, **options)
@@ -601,7 +643,11 @@ class AsyncChatuiClient(_BaseClient):
         while True:
             try:
                 response = await self._http.request(
-                    call.method, call.path, content=call.content, params=call.params
+                    call.method,
+                    call.path,
+                    content=call.content,
+                    params=call.params,
+                    timeout=call.timeout or httpx.USE_CLIENT_DEFAULT,
                 )
             except httpx.TransportError as error:
                 delay = call.next_delay(error=error)
@@ -637,6 +683,16 @@ class AsyncChatuiClient(_BaseClient):
             page = await self._send(self._events_page(conversation_id, next_after))
             next_after = self._merge_page(result, page)
         return result
+
+    async def wait_for_approval(
+        self, conversation_id: str, tool_call_id: str, *, timeout: float = 600.0
+    ) -> dict[str, Any] | None:
+        """As `ChatuiClient.wait_for_approval`, awaited."""
+        for wait in self._approval_waits(timeout):
+            decision = await self._send(self._approval(conversation_id, tool_call_id, wait))
+            if decision is not None:
+                return decision
+        return None
 
     def run(self, conversation_id: str, run_id: str | None = None, **options: Any) -> AsyncRun:
         return AsyncRun(self, conversation_id, run_id, **options)
@@ -787,6 +843,26 @@ class _RunBase(Generic[R]):
             tool_name=tool_name,
             duration_ms=duration_ms,
             details=dict(details) if details is not None else None,
+        )
+
+    def approval_requested(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        reason: str | None = None,
+        timeout_s: float | None = None,
+    ) -> R:
+        """Ask a person before running a tool (SPEC §13); then ``client.wait_for_approval``.
+        Without a decision in ``timeout_s`` (default 600) the server records ``expired``."""
+        return self.emit(
+            "agent.tool.approval_requested",
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            args=dict(args) if args is not None else None,
+            reason=reason,
+            timeout_s=timeout_s,
         )
 
     def continuation(self, should_continue: bool, stop_reason: str, resolved_by: str) -> R:
