@@ -111,7 +111,9 @@ class IngestConsumer(AsyncWebsocketConsumer):
         if self.conversation is None:
             return
         try:
-            events = parse_events(_decode(text_data, bytes_data), max_event_bytes=_max_event())
+            events = parse_events(
+                _decode(text_data, bytes_data), max_event_bytes=_max_event(), from_runtime=True
+            )
         except EventError as problem:
             await self._send_error(problem)
             return

@@ -80,6 +80,25 @@ def test_sec2_2_bad_event_gets_the_error_json_and_the_channel_stays_open(chatui_
     assert [e["event_id"] for e in logged(chatui_server, conversation_id)] == ["d2"]
 
 
+def test_sec13_runtime_cannot_post_a_tool_approval_over_the_channel(chatui_server):
+    """Decisions are people's (SPEC §13): the channel refuses them as the API does."""
+    conversation_id = chatui_server.new_conversation("channel approval")
+    decision = {
+        "type": "tool.approval",
+        "event_id": "a1",
+        "tool_call_id": "t1",
+        "decision": "approved",
+        "decided_by": "mallory",
+    }
+    with channel(chatui_server, conversation_id) as ws:
+        ws.send(json.dumps(decision))
+        problem = answer(ws)
+        assert (problem["status"], problem["field"]) == (400, "type")
+        ws.send(json.dumps(delta("d1", "still open")))
+        assert answer(ws)["ack"] == ["d1"]
+    assert [e["event_id"] for e in logged(chatui_server, conversation_id)] == ["d1"]
+
+
 def test_sec2_2_resend_after_a_dropped_channel_stores_nothing_twice(chatui_server):
     conversation_id = chatui_server.new_conversation("channel resend")
     with channel(chatui_server, conversation_id) as ws:
