@@ -3,7 +3,8 @@
     .venv/bin/python scripts/screenshots.py
 
 Starts its own daphne on a temporary database, posts the showcase events through
-the API, and writes docs/screenshot-desktop.png and docs/screenshot-phone.png.
+the API, and writes docs/screenshot-{desktop,phone}.png and their dark-scheme twins
+docs/screenshot-{desktop,phone}-dark.png.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
+from itertools import product
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +26,7 @@ from tests.support.live import PASSWORD, USERNAME, LiveServer  # noqa: E402
 from tests.support.showcase import showcase_events  # noqa: E402
 
 SIZES = {"desktop": (1280, 900), "phone": (390, 844)}
+SCHEMES = {"light": "", "dark": "-dark"}  # prefers-color-scheme → file name suffix
 
 
 def main() -> None:
@@ -53,9 +56,11 @@ def shoot(server: LiveServer, conversation_id: str) -> None:
     executable = shutil.which("chromium") or "/usr/bin/chromium"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        for name, (width, height) in SIZES.items():
+        for (name, (width, height)), (scheme, suffix) in product(SIZES.items(), SCHEMES.items()):
             # bypass_csp only so this script may pin the sticky bars for a full-page shot.
-            page = browser.new_page(viewport={"width": width, "height": height}, bypass_csp=True)
+            page = browser.new_page(
+                viewport={"width": width, "height": height}, bypass_csp=True, color_scheme=scheme
+            )
             page.goto(server.url + "/accounts/login/")
             page.fill("#id_username", USERNAME)
             page.fill("#id_password", PASSWORD)
@@ -67,7 +72,7 @@ def shoot(server: LiveServer, conversation_id: str) -> None:
             page.add_style_tag(content=".topbar, .composer-bar { position: static; }")
             page.evaluate("window.scrollTo(0, 0)")
             page.wait_for_timeout(300)
-            path = ROOT / "docs" / f"screenshot-{name}.png"
+            path = ROOT / "docs" / f"screenshot-{name}{suffix}.png"
             page.screenshot(path=str(path), full_page=True)
             print(f"wrote {path.relative_to(ROOT)}")
             page.close()
