@@ -25,6 +25,7 @@ from pathlib import Path
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 #: Shown text that changes on every run (elapsed and message times).
 SKIPPED_TAGS = {"time"}
+UNSEEN_CLASSES = {"visually-hidden", "tool-more-open"}
 FIRST_LINE_CHARS = 120
 UPDATE_ENV = "CHATUI_UPDATE_GOLDEN"
 
@@ -63,6 +64,12 @@ class Node:
                 return inner
         return None
 
+    def unseen(self) -> bool:
+        """Not what a reader sees at first: screen-reader-only words, and G16's full
+        text and "Show less" inside the closed "more lines" control."""
+        classes = self.attrs.get("class", "").split()
+        return bool(UNSEEN_CLASSES & set(classes)) or "data-tool-full-text" in self.attrs
+
     def elements(self) -> list[Node]:
         return [child for child in self.children if isinstance(child, Node)]
 
@@ -71,7 +78,7 @@ class Node:
         for child in self.children:
             if isinstance(child, str):
                 parts.append(child)
-            elif child.tag not in SKIPPED_TAGS:
+            elif child.tag not in SKIPPED_TAGS and not child.unseen():
                 parts.append(child.text())
         return "".join(parts)
 
