@@ -31,15 +31,20 @@ def transcript_of(html: str) -> str:
     return found.group(0)
 
 
+#: A DOM id built from a primary key ("m-12", "b-12", "b-12-summary", "#m-12"), in an
+#: attribute value.
+DOM_ID = re.compile(r'(?<=["#])([mb])-(\d+)(?=["-])')
+
+
 def comparable(html: str, conversation: Conversation) -> str:
     """Only what must differ between two conversations is normalised: the conversation's
     id, and DOM ids (they are primary keys, numbered in order of first appearance).
     Pending timers are blanked: a live page's ticks from now, a moment's from then."""
     html = html.replace(str(conversation.pk), "<conversation>")
     numbers: dict[str, int] = {}
-    for number in re.findall(r'id="[mb]-(\d+)"', html):
-        numbers.setdefault(number, len(numbers))
-    html = re.sub(r'id="([mb])-(\d+)"', lambda m: f'id="{m[1]}-#{numbers[m[2]]}"', html)
+    for number in DOM_ID.findall(html):
+        numbers.setdefault(number[1], len(numbers))
+    html = DOM_ID.sub(lambda m: f"{m[1]}-#{numbers[m[2]]}", html)
     return re.sub(r"(<time data-elapsed[^>]*>)[^<]*(</time>)", r"\1\2", html)
 
 
