@@ -105,10 +105,6 @@ def new_conversation(server: LiveServer, token: str) -> str:
         return api.post("/conversations", json={"title": "t"}).json()["id"]
 
 
-@pytest.mark.sqlite_only(
-    reason="measured for one process on the in-memory layer; on Redis (make test-cluster) "
-    "the other viewer's socket was closed mid-flood — an open cluster-mode defect (issue 13)"
-)
 def test_ws_flood_from_one_user_leaves_other_viewers_served_and_memory_bounded(server):
     flooder_conversation = new_conversation(server, server.flooder_token)
     viewer_conversation = new_conversation(server, server.viewer_token)
@@ -171,10 +167,6 @@ def test_ws_frame_over_the_size_limit_is_refused_before_its_payload_arrives(serv
     assert asyncio.run(scenario()) in (1006, 1009)
 
 
-@pytest.mark.sqlite_only(
-    reason="on Redis a dropped socket gives its place back only after its group_discard "
-    "round trips, later than this test reopens (issue 13)"
-)
 def test_ws_socket_cap_is_per_user_and_closed_sockets_give_their_place_back(server):
     conversation = server.new_conversation("cap")
     viewer_conversation = new_conversation(server, server.viewer_token)
