@@ -522,18 +522,19 @@ class CpuMeter:
     Redis. PostgreSQL's backends are listed again at the end (the pool opens connections
     lazily); one that started in the window counts whole, one that ended is lost."""
 
-    def __init__(self, web_pids: list[int]):
+    def __init__(self, web_pids: list[int], **others: list[int]):
         self.web_pids = web_pids
+        self.others = others  # e.g. client=[os.getpid()], viewers=[…]
 
     def sample(self) -> dict[tuple[str, int], float | None]:
-        groups = {"web": self.web_pids, **service_pids()}
+        groups = {"web": self.web_pids, **service_pids(), **self.others}
         return {(name, pid): _cpu_or_none(pid) for name, pids in groups.items() for pid in pids}
 
     def start(self) -> None:
         self.before = self.sample()
 
     def stop(self) -> dict[str, float]:
-        """CPU seconds over the window: "web", "web:<pid>", "postgres", "redis"."""
+        """CPU seconds over the window: "web", "web:<pid>", "postgres", "redis", others."""
         used: dict[str, float] = {}
         for (name, pid), value in self.sample().items():
             if value is None:

@@ -34,6 +34,7 @@ two processes / one.
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 
@@ -155,21 +156,19 @@ def run_cluster_mode(bench: ClusterBench, cookie: str, args) -> dict:
                     latencies.append(took * 1000)  # list.append is atomic under the GIL
 
     paths = [f"/ws/conversations/{c}/?after=0" for c in conversations]
-    meter = CpuMeter(bench.server.web_pids())
     with ViewerPool(bench, paths, cookie) as pool:
+        meter = CpuMeter(bench.server.web_pids(), client=[os.getpid()], viewers=[pool.process.pid])
         threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.threads)]
         for thread in threads:
             thread.start()
         time.sleep(args.warmup)
         meter.start()
-        client_cpu = own_cpu_seconds()
         started = time.perf_counter()
         measuring.set()
         stop.wait(args.seconds)
         stop.set()
         elapsed = time.perf_counter() - started
         cpu = meter.stop()
-        client_cpu = own_cpu_seconds() - client_cpu
         load = loadavg()
         for thread in threads:
             thread.join(timeout=60)
@@ -185,11 +184,21 @@ def run_cluster_mode(bench: ClusterBench, cookie: str, args) -> dict:
         "latency": summary(latencies),
         "cpu_ms_per_event": {k: 1000 * v / max(events, 1) for k, v in cpu.items()},
         "cpu_pct": {k: 100 * v / elapsed for k, v in cpu.items()},
-        "client_cpu_pct": 100 * client_cpu / elapsed,
         "frames": (min(frames), max(frames)),
         "closed": len(closed),
         "load": load,
     }
+
+
+def model_bound(one: dict, processes: int, cores: int) -> float:
+    """The capacity model's events/s for `processes` web processes on `cores` cores,
+    from the one-process run's CPU per event (docs/SCALING.md): each process is held
+    to one core by its GIL, and every event also costs PostgreSQL, Redis and the load
+    generator (client threads, viewer sockets) CPU on the same cores."""
+    ms = one["cpu_ms_per_event"]
+    web = ms["web"]
+    others = sum(ms.get(name, 0.0) for name in ("postgres", "redis", "client", "viewers"))
+    return min(processes * 1000 / web, cores * 1000 / (web + others))
 
 
 def cluster_main(args) -> None:
@@ -213,8 +222,8 @@ def cluster_main(args) -> None:
                 ms.get("postgres", 0.0),
                 ms.get("redis", 0.0),
                 " / ".join(f"{v}%" for v in shares),
-                pct.get("postgres", 0.0),
-                r["client_cpu_pct"],
+                ms.get("client", 0.0) + ms.get("viewers", 0.0),
+                model_bound(results[0], r["processes"], os.cpu_count() or 1),
             ]
         )
     print(
@@ -228,8 +237,8 @@ def cluster_main(args) -> None:
                 "PostgreSQL ms/event",
                 "Redis ms/event",
                 "CPU per web process",
-                "PostgreSQL CPU %",
-                "client CPU %",
+                "load generator ms/event",
+                "model events/s",
             ],
             rows,
         )
@@ -240,7 +249,12 @@ def cluster_main(args) -> None:
             f"viewer frames min/max {r['frames']}, viewers closed {r['closed']}; load {r['load']}"
         )
     one, two = results[0]["events_per_s"], results[1]["events_per_s"]
-    print(f"two processes / one: {two / one:.2f}× (SPEC §8 P2 cluster: ≥ 1.6×)")
+    cores = os.cpu_count() or 1
+    bound = model_bound(results[0], 2, cores) / model_bound(results[0], 1, cores)
+    print(
+        f"two processes / one: {two / one:.2f}× measured, {bound:.2f}× the model's bound "
+        f"on {cores} otherwise idle cores (SPEC §8 P2 cluster: ≥ 1.6×)"
+    )
 
 
 def main() -> None:
