@@ -327,7 +327,7 @@ def make_bench(args) -> Bench:
     return Bench(stamps=not args.plain, experiment=args.experiment)
 
 
-def bench_services(cluster: bool):
+def bench_services(cluster: bool) -> contextlib.AbstractContextManager[None]:
     """PostgreSQL and Redis for `--cluster`; nothing otherwise."""
     return bench_cluster_services() if cluster else contextlib.nullcontext()
 
