@@ -90,6 +90,9 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.watcher = asyncio.create_task(self._recheck_periodically())
 
     async def disconnect(self, code: int) -> None:
+        # The place first: on Redis leaving the groups is a round trip each, and the
+        # user may be opening the socket that replaces this one meanwhile.
+        self._release_slot()
         await self._leave_groups()
 
     async def dispatch(self, message: dict) -> None:
