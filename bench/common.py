@@ -487,14 +487,18 @@ def cluster_services(action: str) -> None:
 
 
 def service_pids() -> dict[str, list[int]]:
-    """PostgreSQL's processes (postmaster and its backends) and Redis's, from pidfiles."""
-    folder = Path(BENCH_CLUSTER_ENV["CLUSTER_DIR"])
+    """PostgreSQL's processes (postmaster and its backends) and Redis's."""
     found: dict[str, list[int]] = {"postgres": [], "redis": []}
-    postmaster = folder / "pg" / "postmaster.pid"
-    if postmaster.exists():
-        main = int(postmaster.read_text().split()[0])
-        found["postgres"] = [main, *children(main)]
-    redis = folder / "redis.pid"
+    # The postmaster is found by its command line: services.sh puts the data folder
+    # in /tmp when the `postgres` user cannot reach the checkout.
+    port = f" -p {BENCH_CLUSTER_ENV['CLUSTER_PG_PORT']} "
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            words = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if words.split(" ", 1)[0].endswith("/postgres") and port in words:
+                main = int(cmdline.parent.name)
+                found["postgres"] = [main, *children(main)]
+    redis = Path(BENCH_CLUSTER_ENV["CLUSTER_DIR"]) / "redis.pid"
     if redis.exists():
         found["redis"] = [int(redis.read_text())]
     return found
