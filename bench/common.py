@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from tests.support.live import LiveServer  # noqa: E402
+from tests.support.live import LiveServer, create_postgres_database, drop_created_databases  # noqa: E402
 from tests.support.websocket import RawWebSocket, read_forever  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -465,3 +465,210 @@ class ViewerPool:
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(timeout=10)
+
+
+# -- cluster mode (SPEC §12.1): PostgreSQL + Redis, several web processes ---------------
+
+#: The benchmarks' own PostgreSQL and Redis: other ports and folder than `make
+#: test-cluster` (55432/56379, var/cluster), so a benchmark never disturbs a test run.
+BENCH_CLUSTER_ENV = {
+    "CLUSTER_DIR": str(ROOT / "var" / "bench-cluster"),
+    "CLUSTER_PG_PORT": "55532",
+    "CLUSTER_REDIS_PORT": "56479",
+}
+BENCH_POSTGRES = f"postgres://chatui@127.0.0.1:{BENCH_CLUSTER_ENV['CLUSTER_PG_PORT']}/chatui"
+BENCH_REDIS = f"redis://127.0.0.1:{BENCH_CLUSTER_ENV['CLUSTER_REDIS_PORT']}/0"
+SERVICES = ROOT / "scripts" / "cluster" / "services.sh"
+
+
+def cluster_services(action: str) -> None:
+    """scripts/cluster/services.sh start|stop on the benchmarks' ports."""
+    subprocess.run([str(SERVICES), action], env={**os.environ, **BENCH_CLUSTER_ENV}, check=True)
+
+
+def service_pids() -> dict[str, list[int]]:
+    """PostgreSQL's processes (postmaster and its backends) and Redis's."""
+    found: dict[str, list[int]] = {"postgres": [], "redis": []}
+    # The postmaster is found by its command line: services.sh puts the data folder
+    # in /tmp when the `postgres` user cannot reach the checkout.
+    port = f" -p {BENCH_CLUSTER_ENV['CLUSTER_PG_PORT']} "
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            words = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if words.split(" ", 1)[0].endswith("/postgres") and port in words:
+                main = int(cmdline.parent.name)
+                found["postgres"] = [main, *children(main)]
+    redis = Path(BENCH_CLUSTER_ENV["CLUSTER_DIR"]) / "redis.pid"
+    if redis.exists():
+        found["redis"] = [int(redis.read_text())]
+    return found
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of a process (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def _cpu_or_none(pid: int) -> float | None:
+    try:
+        return cpu_seconds(pid)
+    except OSError:  # exited meanwhile
+        return None
+
+
+class CpuMeter:
+    """CPU used over a window by each web process, PostgreSQL (all its processes) and
+    Redis. PostgreSQL's backends are listed again at the end (the pool opens connections
+    lazily); one that started in the window counts whole, one that ended is lost."""
+
+    def __init__(self, web_pids: list[int], **others: list[int]):
+        self.web_pids = web_pids
+        self.others = others  # e.g. client=[os.getpid()], viewers=[…]
+
+    def sample(self) -> dict[tuple[str, int], float | None]:
+        groups = {"web": self.web_pids, **service_pids(), **self.others}
+        return {(name, pid): _cpu_or_none(pid) for name, pids in groups.items() for pid in pids}
+
+    def start(self) -> None:
+        self.before = self.sample()
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds over the window: "web", "web:<pid>", "postgres", "redis", others."""
+        used: dict[str, float] = {}
+        for (name, pid), value in self.sample().items():
+            if value is None:
+                continue
+            spent = value - (self.before.get((name, pid)) or 0.0)
+            used[name] = used.get(name, 0.0) + spent
+            if name == "web":
+                used[f"web:{pid}"] = spent
+        return used
+
+
+class ClusterServer(LiveServer):
+    """`scripts/cluster/serve.py`: `processes` daphne processes behind one port
+    (SO_REUSEPORT), no run workers. `process` is the supervisor."""
+
+    processes: int = 2
+
+    def start(self) -> None:
+        run_dir = self.data_dir / "run"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "scripts/cluster/serve.py",
+                *("--workers", str(self.processes), "--run-workers", "0"),
+                *("--host", "127.0.0.1", "--port", str(self.port)),
+                *("--run-dir", str(run_dir), "--application", self.application),
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.wait_for_every_process()
+
+    def web_pids(self) -> list[int]:
+        run_dir = self.data_dir / "run"
+        return [int((run_dir / f"web-{n}.pid").read_text()) for n in range(1, self.processes + 1)]
+
+    def wait_for_every_process(self) -> None:
+        """Until /healthz has answered from each process (the kernel spreads new
+        connections over them by their source port, so fresh ones reach them all)."""
+        seen: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(seen) < self.processes:
+            if self.process is None or self.process.poll() is not None:
+                raise RuntimeError(f"serve.py exited: {self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(seen)} processes answered: {self.log_tail()}")
+            try:
+                seen.add(httpx.get(self.url + "/healthz", timeout=2).json()["pid"])
+            except (httpx.HTTPError, ValueError, KeyError):
+                time.sleep(0.1)
+
+
+class InstrumentedClusterServer(ClusterServer):
+    application = InstrumentedServer.application
+
+
+@contextlib.contextmanager
+def bench_cluster_services() -> Iterator[None]:
+    """PostgreSQL and Redis on the benchmarks' ports for the block; stopped afterwards
+    unless they were already running."""
+    env = {**os.environ, **BENCH_CLUSTER_ENV}
+    running = subprocess.run([str(SERVICES), "status"], env=env).returncode == 0
+    if not running:
+        cluster_services("start")
+    try:
+        yield
+    finally:
+        if not running:
+            cluster_services("stop")
+
+
+@dataclass
+class ClusterBench(Bench):
+    """Bench on PostgreSQL + Redis (run inside `bench_cluster_services()`).
+
+    `processes` web processes behind one port (serve.py); or, with `split=True`, two
+    daphne processes on two ports: `writer` takes the API requests, `server` (the
+    viewers') gets the frames through Redis only — the kernel cannot be told which
+    SO_REUSEPORT process takes a connection, two ports can."""
+
+    processes: int = 2
+    split: bool = False
+    writer: LiveServer = field(init=False)
+
+    def __enter__(self) -> ClusterBench:
+        self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-cluster-"))
+        database = create_postgres_database(BENCH_POSTGRES)
+        env = {"CHATUI_MAX_SOCKETS_PER_USER": "1000000", "REDIS_URL": BENCH_REDIS}
+        instrumented = self.stamps or bool(self.experiment)
+        if instrumented:
+            env["CHATUI_BENCH_STAMPS"] = str(self.stamps_path)  # both processes append
+            if self.experiment:
+                env["CHATUI_BENCH_EXPERIMENT"] = self.experiment
+        if self.split:
+            kind = InstrumentedServer if instrumented else LiveServer
+            self.writer = kind(self.tmp / "writer", database_url=database, extra_env=env)
+            self.server = kind(self.tmp / "viewer", database_url=database, extra_env=env)
+        else:
+            kind = InstrumentedClusterServer if instrumented else ClusterServer
+            self.server = self.writer = kind(
+                self.tmp / "data", database_url=database, extra_env=env
+            )
+            self.server.processes = self.processes
+        self.writer.prepare()
+        self.server.token = self.writer.token
+        self.writer.start()
+        if self.server is not self.writer:
+            self.server.data_dir.mkdir(parents=True, exist_ok=True)
+            self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.server.stop()
+            self.writer.stop()
+        finally:
+            drop_created_databases()
+            if not self.keep:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def api(self, **kwargs) -> httpx.Client:
+        """The API of the writer's process (the viewers' one with `split=False`)."""
+        return httpx.Client(
+            base_url=self.writer.url + "/api/v1",
+            headers={"Authorization": f"Bearer {self.writer.token}"},
+            timeout=30,
+            **kwargs,
+        )

@@ -30,6 +30,12 @@ can beat the 200 to the client, so more reference points are reported:
                               the event's timestamp, since the bench posts none);
 and the server-side split: ingest start → commit → broadcast returned → 200 in.
 
+`--cluster` (SPEC §12.1, §8 P1 cluster row): PostgreSQL + Redis on the benchmarks'
+own ports (scripts/cluster/services.sh, var/bench-cluster) and two daphne processes
+on two ports sharing them: the POSTs go to one, the page and the other viewers are
+served by the other, so every card crosses Redis. "daphne CPU" is then the viewers'
+process.
+
 Clocks: Python's `time.time()` and the page's `timeOrigin + now()` both come from
 this machine's wall clock; their offset is measured by round trips through
 Playwright (Python time before and after `page.evaluate(timeOrigin + now())`,
@@ -40,13 +46,24 @@ scenario, and the mean is subtracted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import random
 import shutil
 import time
 
-from common import Bench, ViewerPool, cpu_seconds, loadavg, machine_line, summary, table
+from common import (
+    Bench,
+    ClusterBench,
+    ViewerPool,
+    bench_cluster_services,
+    cpu_seconds,
+    loadavg,
+    machine_line,
+    summary,
+    table,
+)
 
 from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on sys.path
 
@@ -304,6 +321,17 @@ def run_scenario(bench: Bench, browser, cookie: str, viewers: int, args) -> dict
     }
 
 
+def make_bench(args) -> Bench:
+    if args.cluster:
+        return ClusterBench(stamps=not args.plain, experiment=args.experiment, split=True)
+    return Bench(stamps=not args.plain, experiment=args.experiment)
+
+
+def bench_services(cluster: bool) -> contextlib.AbstractContextManager[None]:
+    """PostgreSQL and Redis for `--cluster`; nothing otherwise."""
+    return bench_cluster_services() if cluster else contextlib.nullcontext()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100, help="tool cards per scenario")
@@ -329,18 +357,26 @@ def main() -> None:
         action="store_true",
         help="run config.asgi itself, without bench.instrumented_asgi's commit stamps",
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="PostgreSQL + Redis, the page on another daphne process than the writer",
+    )
     args = parser.parse_args()
     from common import maybe_py_spy
     from playwright.sync_api import sync_playwright
 
     print("P1 tool card latency ·", machine_line())
+    if args.cluster:
+        print("CLUSTER: PostgreSQL + Redis; POSTs to process A, page and viewers on process B")
     results = []
     if args.experiment:
         print(
             f"EXPERIMENT {args.experiment}: not the app as it is (see bench/instrumented_asgi.py)"
         )
     with (
-        Bench(stamps=not args.plain, experiment=args.experiment) as bench,
+        bench_services(args.cluster),
+        make_bench(args) as bench,
         sync_playwright() as playwright,
     ):
         executable = shutil.which("chromium") or "/usr/bin/chromium"

@@ -18,18 +18,33 @@ accepted ingest really renders and sends its frame. Two modes:
 Each mode runs `--warmup` seconds unmeasured, then `--seconds` measured (or until
 `--max-requests`). Reported: events/s, requests/s, request latency, and the CPU
 daphne (all threads) and this client process used per event.
+
+`--cluster` (SPEC §12.1, §8 P2 cluster row): single-event requests against
+PostgreSQL + Redis (scripts/cluster/services.sh on the benchmarks' own ports,
+var/bench-cluster), first one daphne process, then two behind one port
+(scripts/cluster/serve.py, SO_REUSEPORT: the kernel spreads the client threads'
+keep-alive connections and the viewers' sockets by source port, so use --threads 8
+or more). Reported per run: events/s, latency, the CPU per event of the web
+processes, PostgreSQL and Redis, each web process's share; then the ratio
+two processes / one.
+
+    .venv/bin/python bench/p2_ingest_throughput.py --cluster --threads 8 --seconds 20
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 
 from common import (
     Bench,
+    ClusterBench,
+    CpuMeter,
     EventStream,
     ViewerPool,
+    bench_cluster_services,
     cpu_seconds,
     loadavg,
     machine_line,
@@ -118,6 +133,130 @@ def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) ->
     }
 
 
+def run_cluster_mode(bench: ClusterBench, cookie: str, args) -> dict:
+    """Single-event POSTs from `args.threads` threads (one conversation and one viewer
+    socket each) for `args.seconds`, with the CPU of every server-side process."""
+    conversations = [bench.new_conversation(f"p2 cluster {n}") for n in range(args.threads)]
+    streams = [EventStream(f"cluster{n}") for n in range(args.threads)]
+    latencies: list[float] = []
+    errors: list[str] = []
+    measuring, stop = threading.Event(), threading.Event()
+
+    def worker(n: int) -> None:
+        url = f"/conversations/{conversations[n]}/events"
+        with bench.api() as client:
+            while not stop.is_set():
+                start = time.perf_counter()
+                response = client.post(url, json=streams[n].take(1)[0])
+                took = time.perf_counter() - start
+                if response.status_code != 200:
+                    errors.append(f"{response.status_code} {response.text[:200]}")
+                    return
+                if measuring.is_set() and not stop.is_set():
+                    latencies.append(took * 1000)  # list.append is atomic under the GIL
+
+    paths = [f"/ws/conversations/{c}/?after=0" for c in conversations]
+    with ViewerPool(bench, paths, cookie) as pool:
+        meter = CpuMeter(bench.server.web_pids(), client=[os.getpid()], viewers=[pool.process.pid])
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.threads)]
+        for thread in threads:
+            thread.start()
+        time.sleep(args.warmup)
+        meter.start()
+        started = time.perf_counter()
+        measuring.set()
+        stop.wait(args.seconds)
+        stop.set()
+        elapsed = time.perf_counter() - started
+        cpu = meter.stop()
+        load = loadavg()
+        for thread in threads:
+            thread.join(timeout=60)
+        frames, closed = pool.stop()
+    if errors:
+        raise RuntimeError(f"cluster: {errors[0]}")
+    events = len(latencies)
+    return {
+        "processes": bench.server.processes,
+        "elapsed": elapsed,
+        "events": events,
+        "events_per_s": events / elapsed,
+        "latency": summary(latencies),
+        "cpu_ms_per_event": {k: 1000 * v / max(events, 1) for k, v in cpu.items()},
+        "cpu_pct": {k: 100 * v / elapsed for k, v in cpu.items()},
+        "frames": (min(frames), max(frames)),
+        "closed": len(closed),
+        "load": load,
+    }
+
+
+def model_bound(one: dict, processes: int, cores: int) -> float:
+    """The capacity model's events/s for `processes` web processes on `cores` cores,
+    from the one-process run's CPU per event (docs/SCALING.md): each process is held
+    to one core by its GIL, and every event also costs PostgreSQL, Redis and the load
+    generator (client threads, viewer sockets) CPU on the same cores."""
+    ms = one["cpu_ms_per_event"]
+    web = ms["web"]
+    others = sum(ms.get(name, 0.0) for name in ("postgres", "redis", "client", "viewers"))
+    return min(processes * 1000 / web, cores * 1000 / (web + others))
+
+
+def cluster_main(args) -> None:
+    print("P2 cluster (PostgreSQL + Redis, single-event requests) ·", machine_line())
+    results = []
+    with bench_cluster_services():
+        for processes in (1, 2):
+            with ClusterBench(processes=processes) as bench:
+                results.append(run_cluster_mode(bench, bench.session_cookie(), args))
+    rows = []
+    for r in results:
+        ms, pct = r["cpu_ms_per_event"], r["cpu_pct"]
+        shares = [round(v) for k, v in sorted(pct.items()) if k.startswith("web:")]
+        rows.append(
+            [
+                r["processes"],
+                r["events_per_s"],
+                r["latency"]["p50"],
+                r["latency"]["p99"],
+                ms.get("web", 0.0),
+                ms.get("postgres", 0.0),
+                ms.get("redis", 0.0),
+                " / ".join(f"{v}%" for v in shares),
+                ms.get("client", 0.0) + ms.get("viewers", 0.0),
+                model_bound(results[0], r["processes"], os.cpu_count() or 1),
+            ]
+        )
+    print(
+        table(
+            [
+                "web processes",
+                "events/s",
+                "p50 ms",
+                "p99 ms",
+                "web CPU ms/event",
+                "PostgreSQL ms/event",
+                "Redis ms/event",
+                "CPU per web process",
+                "load generator ms/event",
+                "model events/s",
+            ],
+            rows,
+        )
+    )
+    for r in results:
+        print(
+            f"{r['processes']} process(es): {r['events']} events over {r['elapsed']:.1f} s; "
+            f"viewer frames min/max {r['frames']}, viewers closed {r['closed']}; load {r['load']}"
+        )
+    one, two = results[0]["events_per_s"], results[1]["events_per_s"]
+    cores = os.cpu_count() or 1
+    bound = model_bound(results[0], 2, cores) / model_bound(results[0], 1, cores)
+    print(
+        f"two processes / one: {two / one:.2f}× measured, {bound:.2f}× the model's bound "
+        f"on {cores} otherwise idle cores (SPEC §8 P2 cluster: ≥ 1.6×)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default="batch,single,floor")
@@ -127,7 +266,15 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--max-requests", type=int, default=20000)
     parser.add_argument("--py-spy", metavar="PREFIX", help="profile daphne: PREFIX-<mode>.txt")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="PostgreSQL + Redis, single-event requests, one then two web processes",
+    )
     args = parser.parse_args()
+    if args.cluster:
+        cluster_main(args)
+        return
 
     print("P2 ingest throughput ·", machine_line())
     results = []

@@ -90,6 +90,9 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.watcher = asyncio.create_task(self._recheck_periodically())
 
     async def disconnect(self, code: int) -> None:
+        # The place first: on Redis leaving the groups is a round trip each, and the
+        # user may be opening the socket that replaces this one meanwhile.
+        self._release_slot()
         await self._leave_groups()
 
     async def dispatch(self, message: dict) -> None:
@@ -173,13 +176,15 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
                 logger.exception("periodic access re-check failed")
 
     async def _end(self, code: int) -> None:
-        """Stop every frame at once, then close with `code` (once)."""
+        """Stop every frame at once (`ended`), close with `code` (once), then leave
+        the groups: on Redis that is a round trip per group, and until the close is
+        sent daphne keeps queueing whatever a flooding client sends."""
         if self.ended:
             return
         self.ended = True
-        await self._leave_groups()
         self._stop_watching()
         await self.close(code=code)
+        await self._leave_groups()
 
     # -- bookkeeping ---------------------------------------------------------------
 

@@ -171,7 +171,15 @@ if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]], "capacity": 1000},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout by default, as long as
+                # channels-redis's blocking receive (BZPOPMIN, 5 s): an idle process's
+                # read timed out and killed the consumer holding the receive lock, one
+                # socket every 5 s (tests/cluster/test_redis_layer.py). Longer than
+                # that wait, and still bounded when Redis stops answering.
+                "hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": 15}],
+                "capacity": 1000,
+            },
         }
     }
 else:
