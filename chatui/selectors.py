@@ -258,16 +258,27 @@ def batch_slice(message: Message) -> list[Message]:
     return before[::-1] + rest
 
 
-def batch_before(conversation: Conversation, start_pk: int, before: int) -> list[Message]:
-    """The messages of the tool batch that starts at tool message `start_pk`, before
-    position `before` ("show N earlier calls"); empty when `start_pk` opens no batch
-    of this conversation. The batch breaks nowhere in between: the page showed it
-    whole, and a breaker never lands inside a batch later (positions only grow)."""
+def batch_before(conversation: Conversation, start_pk: int, before: int) -> MessageWindow:
+    """The tool batch that starts at tool message `start_pk`, before position `before`
+    ("show N earlier calls"): its latest BATCH_WINDOW entries loaded, the part before
+    them counted (`batch_head`). Empty when `start_pk` opens no batch here."""
     start = messages_of(conversation).filter(pk=start_pk, role=Role.TOOL).first()
     if start is None or start.position >= before:
-        return []
+        return MessageWindow()
     span = messages_of(conversation).filter(position__gte=start.position, position__lt=before)
-    return list(takewhile(lambda m: not breaks_batch(m), span))
+    loaded: list[Message] = []
+    roots = 0
+    for message in _chunks(span.order_by("-position")):
+        if breaks_batch(message):
+            break  # not one batch from `start_pk` on: show the part after the break
+        loaded.append(message)
+        roots += _is_root(message)
+        if roots == BATCH_WINDOW:
+            break
+    window = MessageWindow(loaded[::-1])
+    if loaded and roots == BATCH_WINDOW:
+        window.batch_head = _batch_head(span.filter(position__lt=loaded[-1].position))
+    return window
 
 
 def _chunks(query: QuerySet[Message]) -> Iterator[Message]:
