@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Min
 
 from . import search
 from .events import AGENTSPINE, details_failure, is_tool_execution_result, result_text
@@ -119,7 +120,8 @@ class Projector:
         self._new: list[Message] = []
         self._dirty: dict[int, Message] = {}
         self._searchable: dict[int, Message] = {}  # by id(): new ones have no pk yet
-        self._early_progress: set[str] | None = None  # tool ids with logged progress
+        # Tool call id -> the seq of its first logged progress (None: not loaded).
+        self._early_progress: dict[str, int] | None = None
         self._unclaimed: bool | None = False if empty else None
         # [001] AgentSpine sends no run or message ids: the current AgentSpine run, and
         # its open message as (message id, role, source). Loaded lazily (None = unknown).
@@ -158,8 +160,11 @@ class Projector:
         # had none before can have some): no query for a batch that starts no tool.
         started = {event.tool_call_id for event in events if event.type == "agent.tool.started"}
         logged = Event.objects.filter(conversation=self.conversation, type="agent.tool.progress")
-        logged = logged.values_list("tool_call_id", flat=True).order_by()  # no join to sort
-        self._early_progress = set(_chunked_in(logged, "tool_call_id", started))
+        logged = logged.order_by().values("tool_call_id").annotate(first=Min("seq"))
+        self._early_progress = {
+            row["tool_call_id"]: row["first"]
+            for row in _chunked_in(logged, "tool_call_id", started)
+        }
 
     # -- entry point ------------------------------------------------------
 
@@ -747,8 +752,11 @@ class Projector:
 
     def _apply_early_progress(self, message: Message, event: Event) -> None:
         """`progress` that arrived before its tool is applied once the tool appears."""
-        if self._early_progress is not None and message.tool_call_id not in self._early_progress:
-            return
+        if self._early_progress is not None:
+            # Progress logged only after this start (later in the same batch) is not early.
+            first = self._early_progress.get(message.tool_call_id)
+            if first is None or first > event.seq:
+                return
         early = Event.objects.filter(
             conversation=self.conversation,
             type="agent.tool.progress",

@@ -126,3 +126,35 @@ def test_rel3_concurrent_writers_in_one_process_get_gap_free_seqs_and_each_event
     assert len(ids) == len(set(ids)) == unique_writers * EVENTS_PER_THREAD
     conversation.refresh_from_db()
     assert conversation.last_seq == unique_writers * EVENTS_PER_THREAD
+
+
+def tool_output(conversation: Conversation, call_id: str) -> str:
+    return conversation.messages.get(tool_call_id=call_id).metadata.get("output", "")
+
+
+def progress(call_id: str, output: str) -> dict:
+    return {"type": "agent.tool.progress", "tool_call_id": call_id, "output": output}
+
+
+def started(call_id: str) -> dict:
+    return {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": "sh"}
+
+
+def test_progress_logged_before_its_tool_is_applied_when_it_starts(conversation):
+    ingest(conversation, progress("c1", "early\n"))
+    ingest(conversation, started("c1"))
+    assert tool_output(conversation, "c1") == "early\n"
+
+
+def test_progress_before_its_tool_in_the_same_batch_is_applied(conversation):
+    ingest(conversation, [progress("c1", "a\n"), started("c1"), progress("c1", "b\n")])
+    assert tool_output(conversation, "c1") == "a\nb\n"
+
+
+def test_p2_progress_after_the_start_in_one_batch_is_applied_once_and_costs_no_lookup(
+    conversation, django_assert_max_num_queries
+):
+    ingest(conversation, {"type": "user.message", "content": "Go"})  # indexes the title
+    with django_assert_max_num_queries(10):
+        ingest(conversation, [started("c1"), progress("c1", "x\n"), progress("c1", "y\n")])
+    assert tool_output(conversation, "c1") == "x\ny\n"
