@@ -73,13 +73,17 @@ def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
     parts: list[str] = []
     done_batches: set[str] = set()
     done_messages: set[int] = set()
+    in_done_batches: set[int] = set()  # a batch is read and rendered once per frame
     messages = selectors.messages_by_pk(changed_pks)
     for message in messages:
         if message.role == Role.TOOL:
+            if message.pk in in_done_batches:
+                continue
             batch = _batch_of(message)
             if batch is None or batch.dom_id in done_batches:
                 continue
             done_batches.add(batch.dom_id)
+            in_done_batches |= _entry_pks(batch) | batch.hidden_pks
             is_new = all(pk in created for pk in _entry_pks(batch))
             parts.append(_render_item(batch, append=is_new))
             continue
