@@ -9,6 +9,7 @@ import threading
 import pytest
 from django.db import connection, transaction
 
+from chatui import frames
 from chatui.ingest import ingest
 from chatui.models import Conversation, Event, Run
 from chatui.projection import known_runs
@@ -158,3 +159,16 @@ def test_p2_progress_after_the_start_in_one_batch_is_applied_once_and_costs_no_l
     with django_assert_max_num_queries(10):
         ingest(conversation, [started("c1"), progress("c1", "x\n"), progress("c1", "y\n")])
     assert tool_output(conversation, "c1") == "x\ny\n"
+
+
+def test_p2_a_frame_reads_each_tool_batch_once(conversation, django_assert_max_num_queries):
+    """Ten entries of one batch changed by one ingest: the batch is read and rendered
+    once, not once per entry."""
+    ingest(conversation, {"type": "user.message", "content": "Go"})
+    result = ingest(conversation, [started(f"c{n}") for n in range(10)])
+    conversation.refresh_from_db()
+    with django_assert_max_num_queries(4):
+        html = frames.change_frame(
+            conversation, result.last_seq - 9, result.last_seq, result.changes
+        ).html
+    assert html.count("data-tool-batch") == 1 and 'data-count="10"' in html
