@@ -234,8 +234,11 @@ def _widen_forward(query: QuerySet[Message], window: list[Message]) -> list[Mess
     return window + list(rest)
 
 
-def batch_slice(message: Message) -> list[Message]:
-    """The messages of the tool batch holding `message` (and its ancestors' batch)."""
+def batch_slice(message: Message) -> MessageWindow:
+    """The messages of the tool batch holding `message` (and its ancestors' batch).
+
+    Of a giant batch only what its latest BATCH_WINDOW entries need is loaded; the
+    part before is counted (`batch_head`), as on the page (SPEC §10)."""
     # By id: `message.conversation` would cost a query per live frame.
     siblings = Message.objects.filter(conversation_id=message.conversation_id).order_by("position")
     start = message
@@ -246,8 +249,6 @@ def batch_slice(message: Message) -> list[Message]:
             break
         seen.add(parent.tool_call_id)
         start = parent if parent.position < start.position else start
-    earlier = _chunks(siblings.filter(position__lt=start.position).order_by("-position"))
-    before = list(takewhile(lambda m: not breaks_batch(m), earlier))
     # From the batch's start through `message`, then on to the next breaker: one query
     # in the usual case, where `message` is near the end of the conversation.
     rest: list[Message] = []
@@ -255,7 +256,24 @@ def batch_slice(message: Message) -> list[Message]:
         if later.position > message.position and breaks_batch(later):
             break
         rest.append(later)
-    return before[::-1] + rest
+    earlier = siblings.filter(position__lt=start.position)
+    needed = BATCH_WINDOW - sum(map(_is_root, rest))
+    before: list[Message] = []
+    for previous in _chunks(earlier.order_by("-position")) if needed > 0 else ():
+        if breaks_batch(previous):
+            return MessageWindow(before[::-1] + rest)
+        before.append(previous)
+        needed -= _is_root(previous)
+        if needed == 0:
+            break
+    window = MessageWindow(before[::-1] + rest)
+    if needed <= 0:  # stopped inside the batch: count the part not loaded
+        span = earlier.filter(position__lt=window[0].position)
+        breaker = _previous_breaker(span)
+        if breaker is not None:
+            span = span.filter(position__gt=breaker.position)
+        window.batch_head = _batch_head(span)
+    return window
 
 
 def batch_before(conversation: Conversation, start_pk: int, before: int) -> MessageWindow:

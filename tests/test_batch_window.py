@@ -159,6 +159,14 @@ def frame_for(conversation, *events) -> str:
     return frames.change_frame(conversation, first, result.last_seq, result.changes).html
 
 
+def test_live_frame_of_a_giant_batch_loads_only_its_window(giant, django_assert_max_num_queries):
+    result = ingest(giant, call_events(CALLS, CALLS + 1)[1:2])
+    giant.refresh_from_db()
+    with django_assert_max_num_queries(12):
+        html = frames.change_frame(giant, result.last_seq, result.last_seq, result.changes).html
+    assert html.count(ENTRY) == 200 and f'data-count="{CALLS + 1}"' in html
+
+
 def test_live_a_new_call_appears_in_the_windowed_batch(giant):
     batch_id = re.search(r'id="(b-\d+)"', frame_for(giant, *call_events(CALLS, CALLS + 1)[1:2]))
     assert batch_id is not None
