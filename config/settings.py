@@ -154,12 +154,12 @@ else:
         }
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Persistent: each thread that touches the database (under daphne, the one thread
-    # running sync views and consumers' queries, and the edge's token thread) keeps its
-    # connection. Opening one per request (CONN_MAX_AGE=0) cost a fifth of a
-    # single-event request's database time (SPEC §8 P2, docs/PERFORMANCE.md).
-    DATABASES["default"]["CONN_MAX_AGE"] = None
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Not persistent, measured (issue 12): under ASGI Django runs each request's sync
+    # code on a thread of its own (asgiref's ThreadSensitiveContext per request), so a
+    # kept connection is never reused by the next request; it would only be left for
+    # the garbage collector to close. The edge's token lookups keep theirs on a
+    # thread of their own (chatui.edge); ingest on such a thread is the next step.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # Tests get a real file too: an in-memory shared-cache database locks whole
     # tables ("database table is locked") when a run's thread writes beside a request.

@@ -92,7 +92,7 @@ EVENTS_PER_THREAD = 25
 
 @pytest.mark.django_db(transaction=True)
 def test_rel3_concurrent_writers_in_one_process_get_gap_free_seqs_and_each_event_once(user):
-    """Threads of one process (each with its own persistent connection, as daphne's
+    """Threads of one process (each with its own connection, as daphne's request
     threads have) post the same events twice, interleaved."""
     conversation = Conversation.objects.create(owner=user)
     failures: list[BaseException] = []
