@@ -1,6 +1,6 @@
 """P3: first load of a long conversation — server time, independent of history length.
 
-    .venv/bin/python bench/p3_first_load.py [--sizes 200,1000,5000] [--requests 40]
+    .venv/bin/python bench/p3_first_load.py [--sizes 200,1000,5000] [--requests 40] [--giant 2500]
 
 Builds one conversation per size through the ingest API in big batches. Each
 agent run is: user.message, status running, step.completed (Markdown prose plus
@@ -10,7 +10,10 @@ conversation of N messages has N/5 runs. Then, logged in with a session cookie
 (through the real login form), it times `GET /c/<id>/` on a keep-alive
 connection, round-robin over the sizes so load drift hits all alike, after a
 few unmeasured warm-up loads. Also timed: the "load earlier" fragment
-(`GET /c/<id>/earlier?before=…`) of the largest conversation.
+(`GET /c/<id>/earlier?before=…`) of the largest conversation, and P3's giant-batch
+case — 5,000 messages that are 2,500 tool calls with no text between them (SPEC §10:
+the page shows the batch's latest 200 entries) — with its "show N earlier calls"
+fragment. For the giant rows, "messages in HTML" counts the tool entries rendered.
 
 Server time is measured client-side on loopback: from sending the request to
 having the whole body (includes loopback HTTP and httpx, ~1 ms). The daphne CPU
@@ -92,6 +95,53 @@ def run_events(conversation_tag: str, run: int) -> list[dict]:
     return events
 
 
+def giant_batch_events(calls: int) -> list[dict]:
+    """SPEC §8 P3's other case: one user message, then `calls` tool calls with no text
+    between them, each a step with tool_calls and no prose (a hidden assistant message)
+    and its tool: 2 messages a call, so 2,500 calls are 5,000 messages in one batch."""
+    events = [{"type": "user.message", "run_id": "giant", "content": "Check every module."}]
+    for n in range(calls):
+        call = {"id": f"giant-t{n}", "name": "read_file", "args": {"path": f"src/m{n}.py"}}
+        events += [
+            {
+                "type": "agent.step.completed",
+                "run_id": "giant",
+                "message_id": f"giant-a{n}",
+                "content": "",
+                "tool_calls": [call],
+            },
+            {
+                "type": "agent.tool.started",
+                "run_id": "giant",
+                "tool_call_id": call["id"],
+                "tool_name": call["name"],
+                "args": call["args"],
+            },
+            {
+                "type": "agent.tool.completed",
+                "run_id": "giant",
+                "tool_call_id": call["id"],
+                "result": TOOL_OUTPUT,
+                "duration_ms": 85,
+            },
+        ]
+    return events
+
+
+def build_giant(bench: Bench, calls: int) -> tuple[str, float]:
+    conversation = bench.new_conversation(f"p3 giant batch of {calls} calls")
+    events = giant_batch_events(calls)
+    started = time.perf_counter()
+    with bench.api() as client:
+        for first in range(0, len(events), 300):
+            response = client.post(
+                f"/conversations/{conversation}/events",
+                json={"events": events[first : first + 300]},
+            )
+            response.raise_for_status()
+    return conversation, time.perf_counter() - started
+
+
 def build(bench: Bench, messages: int, runs_per_request: int) -> tuple[str, float, list[float]]:
     """The conversation, the total build time, and ms per event of each build request."""
     conversation = bench.new_conversation(f"p3 {messages} messages")
@@ -120,6 +170,12 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40, help="timed loads per size")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--runs-per-request", type=int, default=50, help="build batch size")
+    parser.add_argument(
+        "--giant",
+        type=int,
+        default=2500,
+        help="tool calls in the giant-batch case (2 messages each); 0 skips it",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -132,12 +188,19 @@ def main() -> None:
                 f"built {size} messages in {took:.1f} s ({len(per_event)} requests; ingest "
                 f"ms/event of the first {per_event[0]:.2f}, of the last {per_event[-1]:.2f})"
             )
+        if args.giant:
+            giant, took = build_giant(bench, args.giant)
+            print(f"built a giant batch of {args.giant} calls in {took:.1f} s")
         cookie = bench.session_cookie()
         name, value = cookie.split("=", 1)
         timings = {size: [] for size in sizes}
         cpu = dict.fromkeys(sizes, 0.0)
         shape = {}
         earlier_times, earlier_cpu = [], 0.0
+        # The giant batch: the page, and the "show N earlier calls" fragment (htmx).
+        giant_times = {"page": [], "calls": []}
+        giant_cpu = {"page": 0.0, "calls": 0.0}
+        giant_shape: dict = {}
         biggest = max(sizes)
         with httpx.Client(base_url=bench.url, cookies={name: value}, timeout=30) as client:
             for round_ in range(args.warmup + args.requests):
@@ -171,6 +234,9 @@ def main() -> None:
                     if round_ >= args.warmup:
                         earlier_times.append(took * 1000)
                         earlier_cpu += cpu_seconds(bench.pid) - before_cpu
+                if args.giant:
+                    time_giant(client, giant, round_ >= args.warmup, giant_times, giant_cpu, bench)
+                    giant_shape = giant_shape or _giant_shape(client, giant)
         load = loadavg()
 
     rows = []
@@ -204,6 +270,23 @@ def main() -> None:
                 "",
             ]
         )
+    for what, label in (("page", "GET /c/<id>/ (giant batch)"), ("calls", "GET earlier calls")):
+        if giant_times[what]:
+            s = summary(giant_times[what])
+            shape = giant_shape.get(what, {})
+            rows.append(
+                [
+                    f"{label} ({args.giant} calls)",
+                    s["n"],
+                    s["min"],
+                    s["p50"],
+                    s["p95"],
+                    s["max"],
+                    1000 * giant_cpu[what] / s["n"],
+                    shape.get("entries", ""),
+                    shape.get("bytes", 0) // 1024 or "",
+                ]
+            )
     print(
         table(
             [
@@ -221,6 +304,43 @@ def main() -> None:
         )
     )
     print(f"load after: {load}")
+
+
+EARLIER_CALLS = re.compile(r'data-earlier-calls\s+href="([^"]+)"')
+
+
+def time_giant(client, conversation: str, measured: bool, times, cpu, bench: Bench) -> None:
+    """One load of the giant batch's page, then of its first "earlier calls" fragment."""
+    before_cpu = cpu_seconds(bench.pid)
+    start = time.perf_counter()
+    page = client.get(f"/c/{conversation}/")
+    took = time.perf_counter() - start
+    spent = cpu_seconds(bench.pid) - before_cpu
+    page.raise_for_status()
+    if measured:
+        times["page"].append(took * 1000)
+        cpu["page"] += spent
+    link = EARLIER_CALLS.search(page.text)
+    if link is None:
+        raise RuntimeError("the giant batch has no 'show N earlier calls' control")
+    before_cpu = cpu_seconds(bench.pid)
+    start = time.perf_counter()
+    calls = client.get(link.group(1).replace("&amp;", "&"), headers={"HX-Request": "true"})
+    took = time.perf_counter() - start
+    calls.raise_for_status()
+    if measured:
+        times["calls"].append(took * 1000)
+        cpu["calls"] += cpu_seconds(bench.pid) - before_cpu
+
+
+def _giant_shape(client, conversation: str) -> dict:
+    page = client.get(f"/c/{conversation}/").text
+    link = EARLIER_CALLS.search(page).group(1).replace("&amp;", "&")
+    calls = client.get(link, headers={"HX-Request": "true"}).text
+    return {
+        what: {"entries": html.count('class="tool-entry"'), "bytes": len(html.encode())}
+        for what, html in (("page", page), ("calls", calls))
+    }
 
 
 if __name__ == "__main__":

@@ -109,9 +109,11 @@ def _touched_batches(
             if batch is None:
                 continue
             touched: set[int] = set()
-            for pk in _entry_pks(batch):
+            # An entry outside a giant batch's window (SPEC §10) changes its summary only.
+            for pk in _entry_pks(batch) | batch.hidden_pks:
                 found[pk] = (batch, touched)
-        found[message.pk][1].add(message.pk)
+        if message.pk in found:
+            found[message.pk][1].add(message.pk)
     return found
 
 

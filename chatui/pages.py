@@ -25,9 +25,10 @@ def transcript_context(
         messages, has_earlier = selectors.transcript_window(conversation)
     return {
         "conversation": conversation,
-        "items": presenters.present_transcript(list(messages)),
+        # As given: a window that opens inside a giant tool batch carries its head.
+        "items": presenters.present_transcript(messages),
         "has_earlier": has_earlier,
-        "first_position": messages[0].position if messages else 0,
+        "first_position": selectors.first_position(messages),
         "last_seq": conversation.last_seq,
     }
 

@@ -270,6 +270,13 @@ class ToolBatchView:
     live: LiveLineView | None = None  # §10: the running entry, shown in the summary
     awaiting_text: str | None = None  # "1 awaiting approval" (SPEC §13)
     denied_text: str | None = None  # "1 denied", muted (SPEC §13)
+    # SPEC §10/P3: a batch shows at most its latest BATCH_WINDOW top-level entries;
+    # "show N earlier calls" fetches the ones before `earlier_before` (a position).
+    earlier_count: int = 0
+    earlier_before: int | None = None
+    conversation_id: Any = None
+    start_pk: int | None = None  # the batch's first top-level tool message
+    hidden_pks: frozenset[int] = frozenset()  # tool messages not shown (nested too)
 
     @property
     def summary_id(self) -> str:
@@ -901,23 +908,60 @@ def _counted(count: int, word: str) -> str | None:
     return f"{count} {word}" if count else None
 
 
-def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchView:
-    views = [_present_subtree(message, tree, now) for message in roots]
-    entries = tuple(_merge_attempts(roots, views))
+#: SPEC §10: a batch renders at most its latest 200 top-level entries (P3).
+BATCH_WINDOW = 200
+
+
+@dataclass(frozen=True)
+class BatchHead:
+    """The part of a tool batch before a slice that opens inside it, counted rather
+    than loaded (chatui.selectors.transcript_window: a giant batch, P3)."""
+
+    start_pk: int  # the batch's first top-level tool message
+    start_position: int
+    roots: int  # top-level entries in this part
+    failed: int = 0
+    skipped: int = 0
+    running: int = 0
+    updated_seq: int = 0
+
+
+class MessageWindow(list):
+    """A slice of messages (a list) that may open inside a tool batch: `batch_head`
+    describes the batch's part before it."""
+
+    batch_head: BatchHead | None = None
+
+
+def _batch(
+    roots: list[Message], tree: _ToolTree, now: datetime, head: BatchHead | None = None
+) -> ToolBatchView:
+    """The batch of top-level `roots` (after `head`, its part not loaded); only the
+    latest BATCH_WINDOW are presented, the earlier ones are counted from their
+    columns, without presenting them (P3)."""
+    earlier, shown = roots[:-BATCH_WINDOW], roots[-BATCH_WINDOW:]
+    views = [_present_subtree(message, tree, now) for message in shown]
+    entries = tuple(_merge_attempts(shown, views))
     every = list(iter_entries(entries))
-    failed = sum(entry.is_error for entry in every)
+    hidden = [tool for root in earlier for tool in (root, *tree.descendants(root.pk))]
+    outcomes = _Outcomes.of_entries(every) + _Outcomes.of_messages(hidden)
+    if head is not None:
+        outcomes += _Outcomes(head.failed, head.skipped, head.running, head.updated_seq)
+    earlier_count = len(earlier) + (head.roots if head else 0)
+    start_pk = head.start_pk if head else roots[0].pk
+    # Running and queued entries are the latest ones: counted among those shown.
     running = sum(entry.is_running for entry in every)
     awaiting = sum(entry.status == ToolStatus.AWAITING_APPROVAL for entry in every)
-    count = len(entries)
+    count = len(entries) + earlier_count
     return ToolBatchView(
-        dom_id=f"b-{roots[0].pk}",  # the first top-level entry's pk: stable as the batch grows
+        dom_id=f"b-{start_pk}",  # the first top-level entry's pk: stable as the batch grows
         entries=entries,
         count=count,
         title=f"🔧 {count} tool calls" if count > 1 else entries[0].title,
-        has_error=failed > 0,
-        failed_count=failed,
-        failed_text=_counted(failed, "failed"),
-        skipped_text=_skipped_text(every),
+        has_error=outcomes.failed > 0,
+        failed_count=outcomes.failed,
+        failed_text=_counted(outcomes.failed, "failed"),
+        skipped_text=_counted(outcomes.skipped, "skipped"),
         running_count=running,
         running_text=_counted(running, "running"),
         queued_text=_counted(sum(entry.is_queued for entry in every), "queued"),
@@ -926,17 +970,56 @@ def _batch(roots: list[Message], tree: _ToolTree, now: datetime) -> ToolBatchVie
         # G6: a batch holding an error renders expanded; §10: so does one holding a
         # running entry, until none runs (a fresh load then shows it closed again),
         # and one waiting for a person (SPEC §13: its buttons must be in sight).
-        open=failed > 0 or running > 0 or awaiting > 0,
+        open=outcomes.failed > 0 or running > 0 or awaiting > 0,
         awaiting_text=_counted(awaiting, "awaiting approval"),
         denied_text=_counted(sum(entry.status == ToolStatus.DENIED for entry in every), "denied"),
-        updated_seq=max(entry.updated_seq for entry in every),
+        updated_seq=max(outcomes.updated_seq, *(entry.updated_seq for entry in every)),
+        earlier_count=earlier_count,
+        earlier_before=shown[0].position if earlier_count else None,
+        conversation_id=roots[0].conversation_id,
+        start_pk=start_pk,
+        hidden_pks=frozenset(tool.pk for tool in hidden),
     )
 
 
-def _skipped_text(entries: list[ToolEntryView]) -> str | None:
-    """SPEC §2: skipped is its own outcome, counted beside "N failed"."""
-    skipped = sum(entry.is_skipped for entry in entries)
-    return f"{skipped} skipped" if skipped else None
+@dataclass(frozen=True)
+class _Outcomes:
+    """A batch summary's counts (SPEC §2: skipped is its own outcome, beside failed)."""
+
+    failed: int = 0
+    skipped: int = 0
+    running: int = 0
+    updated_seq: int = 0
+
+    def __add__(self, other: _Outcomes) -> _Outcomes:
+        return _Outcomes(
+            self.failed + other.failed,
+            self.skipped + other.skipped,
+            self.running + other.running,
+            max(self.updated_seq, other.updated_seq),
+        )
+
+    @classmethod
+    def of_entries(cls, entries: Sequence[ToolEntryView]) -> _Outcomes:
+        return cls(
+            failed=sum(entry.is_error for entry in entries),
+            skipped=sum(entry.is_skipped for entry in entries),
+            running=sum(entry.is_pending for entry in entries),
+        )
+
+    @classmethod
+    def of_messages(cls, tools: Sequence[Message]) -> _Outcomes:
+        """The same counts as `present_tool_entry` would give, from the columns."""
+        statuses = [str(tool.tool_status or ToolStatus.RUNNING) for tool in tools]
+        return cls(
+            failed=statuses.count(ToolStatus.ERROR),
+            skipped=statuses.count(ToolStatus.SKIPPED),
+            running=sum(
+                status in PENDING and not (tool.metadata or {}).get("no_result_recorded")
+                for tool, status in zip(tools, statuses, strict=True)
+            ),
+            updated_seq=max((tool.updated_seq for tool in tools), default=0),
+        )
 
 
 # -- users, assistants, statuses ----------------------------------------------------
@@ -1106,7 +1189,9 @@ def present_transcript(messages: Iterable[Message], *, now: datetime | None = No
     """A contiguous, position-ordered slice of messages → the items to render, in order.
 
     Pass a list (a QuerySet is evaluated here, once). No database access happens.
+    A MessageWindow's `batch_head` is the part of its opening tool batch before it.
     """
+    head = getattr(messages, "batch_head", None)
     messages = list(messages)
     now = now or timezone.now()
     tree = _ToolTree.build(messages)
@@ -1119,9 +1204,13 @@ def present_transcript(messages: Iterable[Message], *, now: datetime | None = No
     held: list[StatusView] = []  # statuses inside a batch go right after it
 
     def flush() -> None:
+        nonlocal head
         if batch:
-            items.append(_batch(batch, tree, now))
+            # The head belongs to the slice's first batch if no breaker came before it
+            # (a breaker flushes, which drops the head).
+            items.append(_batch(batch, tree, now, head))
             batch.clear()
+        head = None
         items.extend(held)
         held.clear()
 
@@ -1156,8 +1245,9 @@ def present_batch(
 def batch_containing(items: Iterable[Item], message_pk: int) -> ToolBatchView | None:
     """The batch that shows the tool message `message_pk` (nested or not), if any."""
     for item in items:
-        if isinstance(item, ToolBatchView) and any(
-            message_pk in entry.pks for entry in iter_entries(item.entries)
+        if isinstance(item, ToolBatchView) and (
+            message_pk in item.hidden_pks
+            or any(message_pk in entry.pks for entry in iter_entries(item.entries))
         ):
             return item
     return None

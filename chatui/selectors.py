@@ -6,11 +6,11 @@ from collections.abc import Iterable, Iterator
 from itertools import takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Substr
 
 from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
-from .presenters import is_assistant_shown
+from .presenters import BATCH_WINDOW, PENDING, BatchHead, MessageWindow, is_assistant_shown
 
 VIEW_ANY = "chatui.view_conversation"
 
@@ -114,6 +114,7 @@ def breaks_batch(message: Message) -> bool:
 
 
 _LOOKBACK = 50
+_MAX_CHUNK = 800
 
 
 def transcript_window(
@@ -145,8 +146,15 @@ def transcript_window(
             query = query.filter(position__lt=before_position)
         window = list(query.order_by("-position")[:limit])[::-1]
     window = _widen_back(query, window)
-    has_earlier = bool(window) and query.filter(position__lt=window[0].position).exists()
-    return window, has_earlier
+    return window, bool(window) and query.filter(position__lt=first_position(window)).exists()
+
+
+def first_position(window: list[Message]) -> int:
+    """Where the window starts: "load earlier" fetches what lies before it."""
+    head = getattr(window, "batch_head", None)
+    if head is not None:
+        return head.start_position
+    return window[0].position if window else 0
 
 
 def has_later(conversation: Conversation, window: list[Message]) -> bool:
@@ -165,16 +173,73 @@ def _among_latest(query: QuerySet[Message], position: int, limit: int) -> bool:
     return not query.filter(position__gt=position).order_by("position")[limit - 1 :].exists()
 
 
-def _widen_back(query: QuerySet[Message], window: list[Message]) -> list[Message]:
-    """Back through the batch the window opens in, up to the message before it."""
+def _widen_back(query: QuerySet[Message], window: list[Message]) -> MessageWindow:
+    """Back through the batch the window opens in, up to the message before it.
+
+    A giant batch (SPEC §10, P3) shows only its latest BATCH_WINDOW entries, so it is
+    loaded back only as far as those need; the part before is counted in one query
+    and described by the result's `batch_head` (the window then opens inside it)."""
     if not window or breaks_batch(window[0]):
-        return window
+        return MessageWindow(window)
+    span = query.filter(position__lt=window[0].position)
+    breaker = _previous_breaker(span)
+    if breaker is not None:
+        span = span.filter(position__gt=breaker.position)
+    needed = BATCH_WINDOW - sum(map(_is_root, takewhile(lambda m: not breaks_batch(m), window)))
     widened: list[Message] = []
-    for earlier in _chunks(query.filter(position__lt=window[0].position).order_by("-position")):
+    for earlier in _chunks(span.order_by("-position")) if needed > 0 else ():
         widened.append(earlier)
-        if breaks_batch(earlier):
+        needed -= _is_root(earlier)
+        if needed == 0:
             break
-    return widened[::-1] + window
+    first = widened[-1] if widened else window[0]
+    head = _batch_head(span.filter(position__lt=first.position))
+    result = MessageWindow(widened[::-1] + window)
+    if head is not None:
+        result.batch_head = head
+    elif breaker is not None:
+        result.insert(0, breaker)
+    return result
+
+
+def _is_root(message: Message) -> bool:
+    """A top-level tool entry (nested tools name their parent)."""
+    return message.role == Role.TOOL and not message.parent_tool_call_id
+
+
+def _previous_breaker(span: QuerySet[Message]) -> Message | None:
+    """The latest message of `span` that ends a batch. Only users and assistants with
+    text can (`breaks_batch`): the walk reads those, not the tool calls between."""
+    candidates = span.filter(Q(role=Role.USER) | (Q(role=Role.ASSISTANT) & ~Q(content="")))
+    return next(filter(breaks_batch, _chunks(candidates.order_by("-position"))), None)
+
+
+def _batch_head(tools_before: QuerySet[Message]) -> BatchHead | None:
+    """Counts of a batch's part that is not loaded: the summary's, from the columns
+    (as `presenters._Outcomes.of_messages` counts loaded ones)."""
+    tools = tools_before.filter(role=Role.TOOL).order_by()
+    start = tools.filter(parent_tool_call_id="").order_by("position").values("pk", "position")
+    start = start.first()
+    if start is None:
+        return None
+    pending = Q(tool_status__in=[*PENDING, ""])
+    counts = tools.aggregate(
+        roots=Count("pk", filter=Q(parent_tool_call_id="")),
+        failed=Count("pk", filter=Q(tool_status=ToolStatus.ERROR)),
+        skipped=Count("pk", filter=Q(tool_status=ToolStatus.SKIPPED)),
+        pending=Count("pk", filter=pending),
+        ended=Count("pk", filter=pending & Q(metadata__no_result_recorded=True)),
+        updated_seq=Max("updated_seq"),
+    )
+    return BatchHead(
+        start_pk=start["pk"],
+        start_position=start["position"],
+        roots=counts["roots"],
+        failed=counts["failed"],
+        skipped=counts["skipped"],
+        running=counts["pending"] - counts["ended"],
+        updated_seq=counts["updated_seq"] or 0,
+    )
 
 
 def _widen_forward(query: QuerySet[Message], window: list[Message]) -> list[Message]:
@@ -187,8 +252,11 @@ def _widen_forward(query: QuerySet[Message], window: list[Message]) -> list[Mess
     return window + list(rest)
 
 
-def batch_slice(message: Message) -> list[Message]:
-    """The messages of the tool batch holding `message` (and its ancestors' batch)."""
+def batch_slice(message: Message) -> MessageWindow:
+    """The messages of the tool batch holding `message` (and its ancestors' batch).
+
+    Of a giant batch only what its latest BATCH_WINDOW entries need is loaded; the
+    part before is counted (`batch_head`), as on the page (SPEC §10)."""
     # By id: `message.conversation` would cost a query per live frame.
     siblings = Message.objects.filter(conversation_id=message.conversation_id).order_by("position")
     start = message
@@ -199,8 +267,6 @@ def batch_slice(message: Message) -> list[Message]:
             break
         seen.add(parent.tool_call_id)
         start = parent if parent.position < start.position else start
-    earlier = _chunks(siblings.filter(position__lt=start.position).order_by("-position"))
-    before = list(takewhile(lambda m: not breaks_batch(m), earlier))
     # From the batch's start through `message`, then on to the next breaker: one query
     # in the usual case, where `message` is near the end of the conversation.
     rest: list[Message] = []
@@ -208,18 +274,60 @@ def batch_slice(message: Message) -> list[Message]:
         if later.position > message.position and breaks_batch(later):
             break
         rest.append(later)
-    return before[::-1] + rest
+    earlier = siblings.filter(position__lt=start.position)
+    needed = BATCH_WINDOW - sum(map(_is_root, rest))
+    before: list[Message] = []
+    for previous in _chunks(earlier.order_by("-position")) if needed > 0 else ():
+        if breaks_batch(previous):
+            return MessageWindow(before[::-1] + rest)
+        before.append(previous)
+        needed -= _is_root(previous)
+        if needed == 0:
+            break
+    window = MessageWindow(before[::-1] + rest)
+    if needed <= 0:  # stopped inside the batch: count the part not loaded
+        span = earlier.filter(position__lt=window[0].position)
+        breaker = _previous_breaker(span)
+        if breaker is not None:
+            span = span.filter(position__gt=breaker.position)
+        window.batch_head = _batch_head(span)
+    return window
+
+
+def batch_before(conversation: Conversation, start_pk: int, before: int) -> MessageWindow:
+    """The tool batch that starts at tool message `start_pk`, before position `before`
+    ("show N earlier calls"): its latest BATCH_WINDOW entries loaded, the part before
+    them counted (`batch_head`). Empty when `start_pk` opens no batch here."""
+    start = messages_of(conversation).filter(pk=start_pk, role=Role.TOOL).first()
+    if start is None or start.position >= before:
+        return MessageWindow()
+    span = messages_of(conversation).filter(position__gte=start.position, position__lt=before)
+    loaded: list[Message] = []
+    roots = 0
+    for message in _chunks(span.order_by("-position")):
+        if breaks_batch(message):
+            break  # not one batch from `start_pk` on: show the part after the break
+        loaded.append(message)
+        roots += _is_root(message)
+        if roots == BATCH_WINDOW:
+            break
+    window = MessageWindow(loaded[::-1])
+    if loaded and roots == BATCH_WINDOW:
+        window.batch_head = _batch_head(span.filter(position__lt=loaded[-1].position))
+    return window
 
 
 def _chunks(query: QuerySet[Message]) -> Iterator[Message]:
-    """`query`'s rows, read _LOOKBACK at a time (a walk usually stops early)."""
-    offset = 0
+    """`query`'s rows, read _LOOKBACK at first (a walk usually stops early), then in
+    chunks twice as large each time (a long walk costs few queries)."""
+    offset, size = 0, _LOOKBACK
     while True:
-        chunk = list(query[offset : offset + _LOOKBACK])
+        chunk = list(query[offset : offset + size])
         yield from chunk
-        if len(chunk) < _LOOKBACK:
+        if len(chunk) < size:
             return
-        offset += _LOOKBACK
+        offset += size
+        size = min(2 * size, _MAX_CHUNK)
 
 
 # -- the conversation list and the rail ---------------------------------------------------

@@ -15,6 +15,11 @@ page_patterns = [
     path("c/<uuid:conversation_id>/messages", views.send_message, name="send-message"),
     path("c/<uuid:conversation_id>/transcript", views.transcript_fragment, name="transcript"),
     path("c/<uuid:conversation_id>/earlier", views.earlier_messages, name="earlier"),
+    path(
+        "c/<uuid:conversation_id>/calls/<int:batch_start>/earlier",
+        views.earlier_calls,
+        name="earlier-calls",
+    ),
     path("c/<uuid:conversation_id>/stop", views.stop_run, name="stop-run"),
     path("c/<uuid:conversation_id>/at/<str:at>", replay_views.moment_fragment, name="moment"),
     path("c/<uuid:conversation_id>/replay", replay_views.replay_page, name="replay"),

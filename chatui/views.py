@@ -12,7 +12,18 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import agents, approvals, frames, listing, pages, replay_views, search, selectors, services
+from . import (
+    agents,
+    approvals,
+    frames,
+    listing,
+    pages,
+    presenters,
+    replay_views,
+    search,
+    selectors,
+    services,
+)
 from .events import EventError, parse_seq
 from .ingest import ingest
 from .models import Conversation
@@ -110,6 +121,25 @@ def transcript_fragment(request: HttpRequest, conversation_id) -> HttpResponse:
         return HttpResponse("'around' must be a message position (ASCII digits)", status=400)
     context = _window_context(conversation, around)
     return render(request, "chatui/_transcript.html#transcript", context)
+
+
+@login_required
+@require_GET
+def earlier_calls(request: HttpRequest, conversation_id, batch_start: int) -> HttpResponse:
+    """ "Show N earlier calls" of a windowed tool batch (SPEC §10): the entries before
+    `before`, themselves windowed. htmx inserts them in place of the control; without
+    JavaScript the link opens them as a page."""
+    conversation = _viewable(request, conversation_id)
+    before = parse_seq(request.GET.get("before", ""))
+    if before is None:
+        return HttpResponse("'before' must be a message position (ASCII digits)", status=400)
+    batch = presenters.present_batch(selectors.batch_before(conversation, batch_start, before))
+    if batch is None:
+        raise Http404("no such tool batch")
+    context = {"conversation": conversation, "item": batch}
+    if request.htmx:
+        return render(request, "chatui/_batch_window.html#earlier-entries", context)
+    return render(request, "chatui/earlier_calls.html", context)
 
 
 @login_required

@@ -154,6 +154,11 @@ else:
         }
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Not persistent, measured (issue 12): under ASGI Django runs each request's sync
+    # code on a thread of its own (asgiref's ThreadSensitiveContext per request), so a
+    # kept connection is never reused by the next request; it would only be left for
+    # the garbage collector to close. The edge's token lookups keep theirs on a
+    # thread of their own (chatui.edge); ingest on such a thread is the next step.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # Tests get a real file too: an in-memory shared-cache database locks whole
