@@ -949,8 +949,9 @@ def _batch(
         outcomes += _Outcomes(head.failed, head.skipped, head.running, head.updated_seq)
     earlier_count = len(earlier) + (head.roots if head else 0)
     start_pk = head.start_pk if head else roots[0].pk
-    # Running and queued entries are the latest ones: counted among those shown.
-    running = sum(entry.is_running for entry in every)
+    # Pending entries outside the window (rare: the latest ones run) count as running.
+    hidden_pending = outcomes.running - sum(entry.is_pending for entry in every)
+    running = sum(entry.is_running for entry in every) + hidden_pending
     awaiting = sum(entry.status == ToolStatus.AWAITING_APPROVAL for entry in every)
     count = len(entries) + earlier_count
     return ToolBatchView(

@@ -164,25 +164,26 @@ def test_live_frame_of_a_giant_batch_loads_only_its_window(giant, django_assert_
     giant.refresh_from_db()
     with django_assert_max_num_queries(12):
         html = frames.change_frame(giant, result.last_seq, result.last_seq, result.changes).html
-    assert html.count(ENTRY) == 200 and f'data-count="{CALLS + 1}"' in html
+    # §10 entry by entry: the summary (counting the whole batch) and the new entry only.
+    assert html.count(ENTRY) == 1 and call_ids(html) == [CALLS]
+    assert f'data-batch-count="{CALLS + 1}"' in html
 
 
 def test_live_a_new_call_appears_in_the_windowed_batch(giant):
-    batch_id = re.search(r'id="(b-\d+)"', frame_for(giant, *call_events(CALLS, CALLS + 1)[1:2]))
+    first = frame_for(giant, *call_events(CALLS, CALLS + 1)[1:2])
+    batch_id = re.search(r'id="(b-\d+)-summary"', first)
     assert batch_id is not None
     html = frame_for(giant, *call_events(CALLS + 1, CALLS + 2)[1:])
-    assert f'<details id="{batch_id.group(1)}"' in html
-    assert html.count(ENTRY) == 200 and CALLS + 1 in call_ids(html)
-    assert f'data-count="{CALLS + 2}"' in html and "Show 252 earlier calls" in html
+    assert f'hx-swap-oob="beforeend:#{batch_id.group(1)}-entries"' in html
+    assert call_ids(html) == [CALLS + 1] and f'data-batch-count="{CALLS + 2}"' in html
 
 
-def test_live_an_update_to_a_call_outside_the_window_keeps_the_batch_whole(giant):
+def test_live_an_update_to_a_call_outside_the_window_changes_the_summary_only(giant):
     assert "2 running" in frame_for(giant, *call_events(CALLS, CALLS + 1)[1:2])
     html = frame_for(
         giant,
         {"type": "agent.tool.completed", "run_id": "r", "tool_call_id": "call-5", "result": "ok"},
     )
-    # Call 5 is not shown: the batch is re-rendered windowed, its summary updated.
-    assert html.count("data-tool-batch") == 1 and html.count(ENTRY) == 200
-    assert "call-5" not in html and "Show 251 earlier calls" in html
-    assert "1 running" in html  # only the new call CALLS is still running
+    # Call 5 is not on the page: its batch's summary changes, no entry is sent.
+    assert html.count("data-batch-summary") == 1 and html.count(ENTRY) == 0
+    assert "call-5" not in html and "1 running" in html  # only the new call still runs
