@@ -146,8 +146,16 @@ def _reveal_entry(entry: presenters.ToolEntryView) -> presenters.ToolEntryView:
                 for row in kind_view.rows
             ),
         )
+    approval = entry.approval
+    if approval is not None:  # SPEC §13: the runtime's reason, the decider's note
+        approval = dataclasses.replace(
+            approval,
+            reason=_reveal_tool_text(approval.reason),
+            line=_reveal_tool_text(approval.line),
+        )
     return dataclasses.replace(
         entry,
+        approval=approval,
         title=_reveal_tool_text(entry.title),
         call_line=_reveal_tool_text(entry.call_line),
         result=result,

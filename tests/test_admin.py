@@ -593,6 +593,22 @@ def test_bidi_and_zero_width_revealed_in_admin_but_stored_unchanged(super_client
     )
 
 
+def test_invisible_characters_in_an_approval_reason_are_revealed_in_admin(super_client, user):
+    events = [
+        {
+            "type": "agent.tool.approval_requested",
+            "tool_call_id": "t1",
+            "tool_name": "delete_file",
+            "reason": f"removes {RLO}gpj.exe",
+        },
+    ]
+    conversation = make_conversation(user, "approval", events)
+    html = super_client.get(change_url(conversation)).content.decode()
+    transcript = html[html.index('<section id="transcript"') :]
+    assert 'removes <span class="invisible-char" data-invisible="U+202E"' in transcript
+    assert RLO not in html
+
+
 def test_stored_zero_width_after_at_is_still_revealed_in_tool_text():
     shown = reveal._reveal_tool_text(neutralise(f"a@{ZWSP}b and c@d"))
     assert shown == f'a@{ZWSP}<span class="invisible-char" data-invisible="U+200B" ' + (
