@@ -122,10 +122,7 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
         ]
         Event.objects.bulk_create(rows)
         projector = Projector(locked)
-        projector.prefetch(rows)
-        for row in rows:
-            projector.apply(row)
-        projector.flush()
+        projector.apply_all(rows)
         if rows:
             locked.last_seq = rows[-1].seq
             locked.save(update_fields=["last_seq", "status", "title", "updated_at"])
@@ -193,10 +190,7 @@ def reproject(conversation: Conversation) -> ChangeSet:
         locked.status = "idle"
         projector = Projector(locked, empty=True)
         events = list(Event.objects.filter(conversation=locked).order_by("seq"))
-        projector.prefetch(events)
-        for event in events:
-            projector.apply(event)
-        projector.flush()
+        projector.apply_all(events)
         projector.changes.conversation_changed = True
         projector.changes.full_refresh = True
         locked.save(update_fields=["status", "title", "updated_at"])

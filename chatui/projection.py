@@ -197,6 +197,13 @@ class Projector:
 
     # -- entry point ------------------------------------------------------
 
+    def apply_all(self, events: Sequence[Event]) -> None:
+        """Apply appended `events`, in seq order, and write what they changed."""
+        self.prefetch(events)
+        for event in events:
+            self.apply(event)
+        self.flush()
+
     def apply(self, event: Event) -> None:
         self._sub_position = 0
         if event.payload.get("dialect") == AGENTSPINE and not event.run_id:
@@ -293,21 +300,30 @@ class Projector:
                 message.metadata[key] = call[key]
         self._save(message, event)
 
-    def _on_agent_tool_started(self, event: Event, payload: dict[str, Any]) -> None:
+    def _tool_entry(
+        self, event: Event, payload: dict[str, Any], status: str
+    ) -> tuple[Message, bool]:
+        """The entry of `payload`'s call: known, claimed from the queued ones, or else
+        created with `status` (then True)."""
         call_id = payload["tool_call_id"]
         message = self._tool(call_id) or self._claim_queued(call_id, payload["tool_name"])
-        if message is None:
-            message = self._create(
-                event,
-                f"tool_{call_id}",
-                Role.TOOL,
-                tool_call_id=call_id,
-                tool_name=payload["tool_name"],
-                tool_status=ToolStatus.RUNNING,
-            )
-        elif message.tool_status in FINISHED:
-            return  # a late `started` for a finished tool changes nothing
-        else:
+        if message is not None:
+            return message, False
+        created = self._create(
+            event,
+            f"tool_{call_id}",
+            Role.TOOL,
+            tool_call_id=call_id,
+            tool_name=payload["tool_name"],
+            tool_status=status,
+        )
+        return created, True
+
+    def _on_agent_tool_started(self, event: Event, payload: dict[str, Any]) -> None:
+        message, created = self._tool_entry(event, payload, ToolStatus.RUNNING)
+        if not created:
+            if message.tool_status in FINISHED:
+                return  # a late `started` for a finished tool changes nothing
             message.tool_status = ToolStatus.RUNNING
             message.timestamp = event.timestamp
         message.tool_name = payload["tool_name"]
@@ -394,18 +410,8 @@ class Projector:
         """The entry waits for a person. Its deadline is reckoned from when the server
         received the request (its own clock, not the runtime's), so re-projection
         gives the same one."""
-        call_id = payload["tool_call_id"]
-        message = self._tool(call_id) or self._claim_queued(call_id, payload["tool_name"])
-        if message is None:
-            message = self._create(
-                event,
-                f"tool_{call_id}",
-                Role.TOOL,
-                tool_call_id=call_id,
-                tool_name=payload["tool_name"],
-                tool_status=ToolStatus.AWAITING_APPROVAL,
-            )
-        elif message.tool_status in FINISHED or "approval" in message.metadata:
+        message, created = self._tool_entry(event, payload, ToolStatus.AWAITING_APPROVAL)
+        if not created and (message.tool_status in FINISHED or "approval" in message.metadata):
             return  # asked again, or after it ran: the first request stands
         message.tool_status = ToolStatus.AWAITING_APPROVAL
         message.tool_name = payload["tool_name"]

@@ -109,10 +109,7 @@ def _project(scratch: Conversation, events: list[Event], *, empty: bool) -> None
     ]
     Event.objects.bulk_create(copies)
     projector = Projector(scratch, empty=empty)
-    projector.prefetch(copies)
-    for copy in copies:
-        projector.apply(copy)
-    projector.flush()
+    projector.apply_all(copies)
     if copies:
         scratch.last_seq = copies[-1].seq
     scratch.save(update_fields=["last_seq", "status", "title", "updated_at"])
