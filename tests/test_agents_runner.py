@@ -265,6 +265,22 @@ def test_runs_after_one_that_fails_on_purpose_still_play(conversation):
     assert [(r.run_id, r.status) for r in runs] == [("r1", "failed"), ("r2", "completed")]
 
 
+def test_a_run_that_fails_on_purpose_says_so_through_the_run_queue():
+    """A run worker builds the showcase's runs from plain data: the flag goes along."""
+    spec = RunSpec(
+        get_agent("showcase", part="failure"),
+        "a",
+        "r1",
+        post_user_message=True,
+        agent_options={"part": "failure"},
+        fails_on_purpose=True,
+    )
+    again = RunSpec.from_message(spec.to_message())
+    assert again.fails_on_purpose and again.agent.part == "failure"
+    plain = RunSpec(get_agent("demo"), "b", "r2")
+    assert not RunSpec.from_message(plain.to_message()).fails_on_purpose
+
+
 def test_a_stop_during_a_run_that_fails_on_purpose_ends_the_runs_after_it(conversation):
     gate = Gate(accepts_interjections=False)
 
