@@ -5,10 +5,11 @@
 One real Chromium page (Debian's, through Playwright), logged in through the real
 login form, opens /showcase at a phone viewport and presses ▶ Play: the demo agent
 plays the showcase script (batches growing live, progress, nested calls, a retry,
-a failed run) against a real daphne. A PerformanceObserver for `layout-shift`
-entries, installed before any page script runs, records every shift from the
-conversation page's first render to the run's end (the run state leaves `running`;
-then one more second for the last frame to settle).
+a failed run, a closing run) against a real daphne. A PerformanceObserver for
+`layout-shift` entries, installed before any page script runs, records every shift
+from the conversation page's first render to the showcase's end (its closing run
+completed, after the failed run's banner; then one more second for the last frame
+to settle).
 
 Reported per run and as the median:
   CLS        the largest session window (shifts < 1 s apart, window ≤ 5 s), as
@@ -54,9 +55,12 @@ new PerformanceObserver((list) => {
 }).observe({type: "layout-shift", buffered: true});
 """
 
+#: The showcase's end: its closing third run completed. Its second run fails on
+#: purpose (S2), so "completed" after that run's banner is the third run's.
 ENDED = (
     "() => { const s = document.getElementById('run-state');"
-    " return s && ['completed', 'failed'].includes(s.dataset.conversationStatus); }"
+    " return s && s.dataset.conversationStatus === 'completed'"
+    " && !!document.querySelector('#transcript [data-run-error]'); }"
 )
 
 

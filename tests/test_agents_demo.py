@@ -20,7 +20,11 @@ from chatui.agents import start_run, start_showcase, wait_for_run
 from chatui.agents.base import RunContext, chunk_words
 from chatui.agents.demo import KEYWORDS, DemoAgent, help_text
 from chatui.agents.planner import plan_tools
-from chatui.agents.showcase import SHOWCASE_OPENER
+from chatui.agents.showcase import (
+    SHOWCASE_CLOSING_PROMPT,
+    SHOWCASE_FAILURE_PROMPT,
+    SHOWCASE_OPENER,
+)
 from chatui.agents.tools import (
     SANDBOX_DIR,
     Sandbox,
@@ -198,7 +202,7 @@ def check_roles_batches_statuses_and_meta(everything):
     assert assistants[-1].metadata["tokens"] > 0 and "duration_ms" in assistants[-1].metadata
 
 
-def test_showcase_entry_point_plays_a_completed_and_a_failed_run(conversation):
+def test_showcase_plays_a_completed_a_failed_and_a_closing_completed_run(conversation):
     async def main() -> str:
         run_id = start_showcase(conversation, delay=0)
         assert await wait_for_run(conversation.pk, timeout=30)
@@ -209,15 +213,19 @@ def test_showcase_entry_point_plays_a_completed_and_a_failed_run(conversation):
     assert [(r.run_id, r.status) for r in runs] == [
         (run_id, "completed"),
         (f"{run_id}-2", "failed"),
+        (f"{run_id}-3", "completed"),
     ]
     assert "504 Gateway Timeout" in runs[1].error_message  # S2
     users = [m.content for m in messages(conversation) if m.role == "user"]
     assert users[0] == SHOWCASE_OPENER and "\n" in users[0] and "<b>" in users[0]  # R1
-    assert len(users) == 3
+    assert users[2:] == [SHOWCASE_FAILURE_PROMPT, SHOWCASE_CLOSING_PROMPT]
     banner = [m for m in messages(conversation) if m.status_type == "error"]
-    assert len(banner) == 1 and banner[0].content == runs[1].error_message
+    assert len(banner) == 1 and banner[0].content == runs[1].error_message  # the history stays
+    closing = [m for m in messages(conversation) if m.run_id == runs[2].run_id]
+    assert closing[-1].role == "assistant" and closing[-1].is_final
+    assert "stays in the history" in closing[-1].content
     conversation.refresh_from_db()
-    assert conversation.status == "failed"
+    assert conversation.status == "completed"
 
 
 def test_the_demo_is_deterministic(user):

@@ -33,6 +33,8 @@ from chatui.agents import (
 from chatui.agents.demo import DemoAgent
 from chatui.agents.openai import OpenAIAgent
 from chatui.agents.registry import AGENTS
+from chatui.agents.runner import launch
+from chatui.agents.runs import RunSpec
 from chatui.agents.tools import Tool, Toolbox, params
 from chatui.agents.webhook import WebhookAgent
 from chatui.ingest import ingest
@@ -243,6 +245,58 @@ def test_stop_run_mid_run_fails_it_and_nothing_follows(conversation):
     (slow,) = Message.objects.filter(conversation=conversation, role="tool")
     assert slow.tool_status == "error" and slow.content == "stopped by user"  # no endless ⏳
     assert not Message.objects.filter(conversation=conversation, content__startswith="Here is")
+
+
+def test_runs_after_one_that_fails_on_purpose_still_play(conversation):
+    """The showcase's S2 run fails on purpose; the closing run after it still plays."""
+
+    async def main():
+        launch(
+            conversation,
+            [
+                RunSpec(Raises(AgentError("on purpose")), "a", "r1", fails_on_purpose=True),
+                RunSpec(Echo(), "b", "r2"),
+            ],
+        )
+        assert await wait_for_run(conversation.pk, timeout=10)
+
+    asyncio.run(main())
+    runs = Run.objects.filter(conversation=conversation).order_by("started_seq")
+    assert [(r.run_id, r.status) for r in runs] == [("r1", "failed"), ("r2", "completed")]
+
+
+def test_a_run_that_fails_on_purpose_says_so_through_the_run_queue():
+    """A run worker builds the showcase's runs from plain data: the flag goes along."""
+    spec = RunSpec(
+        get_agent("showcase", part="failure"),
+        "a",
+        "r1",
+        post_user_message=True,
+        agent_options={"part": "failure"},
+        fails_on_purpose=True,
+    )
+    again = RunSpec.from_message(spec.to_message())
+    assert again.fails_on_purpose and again.agent.part == "failure"
+    plain = RunSpec(get_agent("demo"), "b", "r2")
+    assert not RunSpec.from_message(plain.to_message()).fails_on_purpose
+
+
+def test_a_stop_during_a_run_that_fails_on_purpose_ends_the_runs_after_it(conversation):
+    gate = Gate(accepts_interjections=False)
+
+    async def main():
+        launch(
+            conversation,
+            [RunSpec(gate, "a", "r1", fails_on_purpose=True), RunSpec(Echo(), "b", "r2")],
+        )
+        await asyncio.wait_for(gate.inside.wait(), timeout=10)
+        assert await stop_run(conversation.pk) == "r1"
+        assert not is_running(conversation.pk)
+
+    asyncio.run(main())
+    assert list(Run.objects.filter(conversation=conversation).values_list("run_id", "status")) == [
+        ("r1", "failed")
+    ]
 
 
 def test_stop_during_a_long_tool_ends_the_run_at_once_as_stopped_by_user(conversation):

@@ -7,6 +7,7 @@ fits one line. A page of rows costs one query whatever the number of rows.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -16,8 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chatui import listing, selectors
+from chatui.agents import start_showcase, wait_for_run
 from chatui.ingest import ingest
-from chatui.models import Conversation
+from chatui.models import Conversation, Run
 from config.asgi import application
 from tests.support.sockets import HOST, ORIGIN, fresh_channel_layer  # noqa: F401
 
@@ -119,6 +121,26 @@ def test_an_older_run_ending_late_does_not_change_the_newer_runs_status(conversa
     ingest(conversation, [status("running", "r1"), status("running", "r2")])
     ingest(conversation, [status("failed", "r1", error_message="late")])
     assert row_of(conversation).status == "running"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_list_row_of_a_finished_showcase_is_not_failed(client, user, conversation):
+    """Issue 15: the showcase's second run fails on purpose (S2); its closing run
+    completes, so the finished showcase's row says completed, banner kept above."""
+
+    async def play() -> None:
+        start_showcase(conversation, delay=0)
+        assert await wait_for_run(conversation.pk, timeout=60)
+
+    asyncio.run(play())
+    row = row_of(conversation)
+    assert (row.status, row.status_label) == ("completed", "Completed")
+    failed = Run.objects.get(conversation=conversation, status="failed")
+    banner = conversation.messages.get(status_type="error")
+    assert banner.run_id == failed.run_id and banner.content == failed.error_message
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    assert 'data-run-status="completed"' in html and 'data-run-status="failed"' not in html
 
 
 def test_a_conversation_without_runs_has_no_status(conversation):

@@ -210,6 +210,7 @@ def test_message_refused_while_a_run_without_interjections_is_going(client, sett
     finish_run(conversation)
     assert conversation.status == "failed"
     assert conversation.messages.filter(status_type="error", content="stopped by user").exists()
+    assert conversation.runs.count() == 1  # a Stop ends the whole showcase, closing run too
 
 
 def test_empty_composer_message_is_refused_clearly(client, user, conversation):

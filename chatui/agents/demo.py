@@ -251,8 +251,13 @@ The thinking and info lines disappear now that the run is complete (S3); the nex
 fails on purpose to show the red banner (S2)."""
 
 
+SHOWCASE_CLOSING = """You're welcome. The failed run above stays in the history, \
+red banner and all (S2); this short run completes, so the conversation ends completed."""
+
+
 class ShowcaseAgent:
-    """Plays the showcase script. `part="failure"` is the short second run (S2)."""
+    """Plays the showcase script. `part="failure"` is the short second run (S2),
+    `part="closing"` the third, which completes."""
 
     name = "showcase"
     accepts_interjections = False
@@ -267,6 +272,8 @@ class ShowcaseAgent:
     async def run(self, ctx: RunContext) -> None:
         if self.part == "failure":
             await showcase_failure(ctx, self.toolbox)
+        elif self.part == "closing":
+            await showcase_closing(ctx)
         else:
             await showcase_main(ctx, self.toolbox)
 
@@ -441,3 +448,12 @@ async def showcase_failure(ctx: RunContext, tb: Toolbox) -> None:
         "The model endpoint answered HTTP 504 Gateway Timeout (simulated for the showcase). "
         "The history above is kept."
     )
+
+
+async def showcase_closing(ctx: RunContext) -> None:
+    """The third run: a short streamed answer that completes, so the conversation's
+    latest run (and its list row) is completed while the failure stays above."""
+    await ctx.pause()
+    answer = ctx.assistant()
+    await answer.stream(SHOWCASE_CLOSING)
+    await answer.complete(tokens=estimate_tokens(SHOWCASE_CLOSING))

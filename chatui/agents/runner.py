@@ -211,9 +211,10 @@ def _forget(handle: _Handle, task: asyncio.Task) -> None:
 
 
 async def _drive_all(conversation: Conversation, handle: _Handle, specs: list[RunSpec]) -> None:
-    """Drive the runs in order; stop at the first that does not complete. Messages
-    sent during a run that the agent never took (they came too late) are answered
-    by a follow-up run, `{run_id}-f{n}`, once the run has completed."""
+    """Drive the runs in order; stop at the first that does not complete (unless it
+    fails on purpose and nobody stopped it). Messages sent during a run that the
+    agent never took (they came too late) are answered by a follow-up run,
+    `{run_id}-f{n}`, once the run has completed."""
     queue = list(specs)
     follow_ups = 0
     while queue:
@@ -221,6 +222,8 @@ async def _drive_all(conversation: Conversation, handle: _Handle, specs: list[Ru
         handle.agent, handle.run_id = spec.agent, spec.run_id
         completed = await _drive(conversation, handle, spec)
         leftover = handle.ctx.take_interjections() if handle.ctx else []
+        if not completed and spec.fails_on_purpose and handle.stop_reason is None:
+            continue
         if not completed:
             if leftover:
                 logger.info("run %s ended; dropping %s late messages", spec.run_id, len(leftover))

@@ -120,6 +120,9 @@ class RunSpec:
     post_user_message: bool = False
     #: The factory options a run worker needs to build the same agent by name.
     agent_options: dict[str, Any] = field(default_factory=dict)
+    #: A scripted run whose failure is the point (the showcase's S2): the runs after
+    #: it still play. A Stop still ends them all.
+    fails_on_purpose: bool = False
 
     def to_message(self) -> dict[str, Any]:
         """The spec as plain data for the run queue (the agent by its registry name)."""
@@ -132,6 +135,7 @@ class RunSpec:
             "user_text": self.user_text,
             "run_id": self.run_id,
             "post_user_message": self.post_user_message,
+            "fails_on_purpose": self.fails_on_purpose,
         }
 
     @classmethod
@@ -143,6 +147,7 @@ class RunSpec:
             message["run_id"],
             bool(message.get("post_user_message")),
             options,
+            bool(message.get("fails_on_purpose")),
         )
 
 

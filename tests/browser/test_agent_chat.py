@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from chatui.agents.showcase import SHOWCASE_CLOSING_PROMPT
+
 
 def test_l4_composer_message_appears_once_and_demo_tools_stream_live(chatui_server, open_page):
     conversation_id = chatui_server.new_conversation()
@@ -69,8 +71,14 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
     expect(page.locator("#composer-busy")).to_be_visible()
     expect(page.locator("#composer-content")).to_be_disabled()
     expect(page.locator("[data-run-error]")).to_be_attached(timeout=60000)  # S2, run 2
+    # The real end: the closing third run completes after the failed one (issue 15).
+    closing = page.locator("#transcript [data-role=user]", has_text=SHOWCASE_CLOSING_PROMPT)
+    expect(closing).to_be_attached(timeout=30000)
     expect(page.locator("#run-state")).to_have_attribute(
-        "data-conversation-status", "failed", timeout=30000
+        "data-conversation-status", "completed", timeout=30000
+    )
+    expect(page.locator("#transcript [data-role=assistant]").last).to_contain_text(
+        "stays in the history"
     )
     hooks = {
         "R1 user": "[data-role=user]",
@@ -102,4 +110,10 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
     text = page.text_content("#transcript")
     assert "@\u200b" in text  # T1
     assert "more lines)" in text or "truncated," in text  # G4 truncation
+    # Issue 15: the list row of the finished showcase shows its latest run, completed.
+    conversation_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    page.goto(chatui_server.url + "/")
+    expect(page.locator(f"#row-{conversation_id}")).to_have_attribute(
+        "data-run-status", "completed"
+    )
     assert watch.page_errors == []
