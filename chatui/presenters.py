@@ -1065,7 +1065,8 @@ def meta_line(duration_ms: Total, tokens: Total) -> str | None:
     return " · ".join(parts) if len(parts) > 1 else None
 
 
-def _run_total(values: Iterable[Any], limit: int, *, integral: bool = False) -> Total:
+def run_total(values: Iterable[Any], limit: int, *, integral: bool = False) -> Total:
+    """S1: the sum of a run's steps' values; MALFORMED when one would be refused today."""
     sent = [value for value in values if value is not None]
     if not sent:
         return None
@@ -1086,8 +1087,8 @@ def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
             continue
         metas = [step.metadata or {} for step in steps]
         line = meta_line(
-            _run_total((meta.get("duration_ms") for meta in metas), MAX_DURATION_MS),
-            _run_total((meta.get("tokens") for meta in metas), MAX_TOKENS, integral=True),
+            run_total((meta.get("duration_ms") for meta in metas), MAX_DURATION_MS),
+            run_total((meta.get("tokens") for meta in metas), MAX_TOKENS, integral=True),
         )
         if line:
             lines[visible[-1].pk] = line

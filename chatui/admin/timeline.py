@@ -16,12 +16,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from ..events import MAX_TOKENS
 from ..models import Conversation, Message, Role, Run, ToolStatus
-from ..presenters import duration_text, is_assistant_shown
+from ..presenters import MALFORMED, duration_text, is_assistant_shown, run_total
 from ..reveal import reveal_invisible
 from ..text import format_duration, format_tokens
 
@@ -77,14 +79,21 @@ def _tool_counts(conversation: Conversation) -> dict[str, tuple[int, int]]:
     return {row["run_id"]: (row["n"], row["failed"]) for row in rows}
 
 
-def _tokens(conversation: Conversation) -> dict[str, int]:
-    """Each run's tokens: the sum of its assistant steps' `tokens` (S1)."""
-    totals: dict[str, int] = defaultdict(int)
+def _tokens(conversation: Conversation) -> dict[str, str]:
+    """Each run's tokens as shown: the sum of its assistant steps' `tokens` (S1), "—"
+    when a stored value would be refused today (as on the page)."""
+    sent: dict[str, list[Any]] = defaultdict(list)
     steps = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT)
     for run_id, tokens in steps.values_list("run_id", "metadata__tokens"):
-        if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
-            totals[run_id] += tokens
-    return totals
+        sent[run_id].append(tokens)
+    shown: dict[str, str] = {}
+    for run_id, values in sent.items():
+        total = run_total(values, MAX_TOKENS, integral=True)
+        if total == MALFORMED:
+            shown[run_id] = MALFORMED
+        elif total:
+            shown[run_id] = format_tokens(total)
+    return shown
 
 
 def _run_duration(run: Run) -> str:
@@ -145,7 +154,7 @@ def run_summaries(conversation: Conversation, window: Sequence[Message]) -> list
                 duration=_run_duration(run),
                 tool_calls=n_tools,
                 failures=n_failed,
-                tokens=format_tokens(tokens[run.run_id]) if tokens.get(run.run_id) else "—",
+                tokens=tokens.get(run.run_id, "—"),
                 error=reveal_invisible(run.error_message),
                 anchor=first_entry.get(run.run_id),
                 steps=[_step(message, run.started_at) for message in tools.get(run.run_id, [])],
