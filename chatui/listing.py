@@ -74,7 +74,7 @@ def short_time(moment: datetime, now: datetime) -> str:
 
 
 def present_row(conversation: Conversation, now: datetime | None = None) -> ConversationRow:
-    """`conversation` must come from `selectors.with_row_data`."""
+    """`conversation` comes from `selectors.with_row_data` (or `with_run_status`)."""
     now = now or timezone.now()
     status = conversation.run_status
     updated = conversation.updated_at
@@ -82,10 +82,15 @@ def present_row(conversation: Conversation, now: datetime | None = None) -> Conv
         pk=str(conversation.pk),
         url=conversation.get_absolute_url(),
         title=conversation.title or "Untitled conversation",
+        # Compact rows (selectors.with_run_status) come without preview and counts.
         preview=preview_text(
-            conversation.last_role, conversation.last_tool, conversation.last_text
+            getattr(conversation, "last_role", None),
+            getattr(conversation, "last_tool", None),
+            getattr(conversation, "last_text", None),
         ),
-        counts=counts_text(conversation.n_tools, conversation.n_failed),
+        counts=counts_text(
+            getattr(conversation, "n_tools", 0), getattr(conversation, "n_failed", 0)
+        ),
         status=status,
         status_label=ConversationStatus(status).label if status else "",
         badged=status in BADGED,

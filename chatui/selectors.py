@@ -371,9 +371,21 @@ def with_row_data(conversations: QuerySet[Conversation]) -> QuerySet[Conversatio
     )
 
 
-def conversation_rows(user: AbstractBaseUser, limit: int) -> list[Conversation]:
-    """The reader's latest conversations, newest first, with their row data."""
-    return list(with_row_data(conversations_for(user))[:limit])
+def with_run_status(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """The latest run's status only: what a compact (rail) row shows."""
+    latest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-started_seq")
+    return conversations.annotate(run_status=Subquery(latest_run.values("status")[:1]))
+
+
+def conversation_rows(
+    user: AbstractBaseUser, limit: int, *, compact: bool = False
+) -> list[Conversation]:
+    """The reader's latest conversations, newest first, with their row data. Compact
+    rows (the rail) skip the counts and the preview: counting every message of 30
+    conversations would make each conversation page pay for the reader's history."""
+    conversations = conversations_for(user)
+    annotated = with_run_status(conversations) if compact else with_row_data(conversations)
+    return list(annotated[:limit])
 
 
 def conversation_row(conversation_id) -> Conversation | None:

@@ -92,7 +92,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context["can_decide"] = approvals.can_decide(request.user, conversation)
     context["accepts_input"] = pages.composer_open(conversation)
     context["rail_rows"] = listing.present_rows(
-        selectors.conversation_rows(request.user, RAIL_LIMIT)
+        selectors.conversation_rows(request.user, RAIL_LIMIT, compact=True)
     )
     return render(request, "chatui/conversation.html", context)
 
