@@ -9,7 +9,6 @@ under /api/ that names no endpoint (404) included.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import approvals, selectors, services
 from .edge import bearer_credential, edge_token, token_for
-from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, json_depth, parse_seq, unstorable
+from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, decode_json, parse_seq, unstorable
 from .ingest import ingest
 from .models import ApiToken
 from .serializers import conversation_to_dict, event_to_dict, message_to_dict
@@ -95,15 +94,7 @@ def read_json(request: HttpRequest) -> Any:
         raise EventError(f"request body is not valid UTF-8 (byte {problem.start})") from None
     if not text.strip():
         raise EventError("request body is empty; expected JSON")
-    try:
-        body = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise _too_deep() from None
-    except ValueError as problem:
-        raise EventError(f"request body is not valid JSON: {problem}") from None
-    if json_depth(body) > settings.CHATUI_MAX_JSON_DEPTH:
-        raise _too_deep()
-    return body
+    return decode_json(text, "request body", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
 
 
 def _require_json_content_type(request: HttpRequest) -> None:
@@ -116,14 +107,6 @@ def _require_json_content_type(request: HttpRequest) -> None:
             f"(with curl: -H 'Content-Type: {JSON_CONTENT_TYPE}')",
             status=415,
         )
-
-
-def _too_deep() -> EventError:
-    return EventError(f"JSON is nested deeper than {settings.CHATUI_MAX_JSON_DEPTH} levels")
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 @api_view("GET", "POST")

@@ -417,6 +417,29 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+def decode_json(text: str, subject: str, *, max_depth: int) -> Any:
+    """`text` as JSON, refusing NaN and infinities and nesting deeper than `max_depth`;
+    errors name `subject` ("request body", "message"). The API and the ingest channel
+    read their input through this one function."""
+    try:
+        body = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _too_deep(max_depth) from None
+    except ValueError as problem:
+        raise EventError(f"{subject} is not valid JSON: {problem}") from None
+    if json_depth(body) > max_depth:
+        raise _too_deep(max_depth)
+    return body
+
+
+def _too_deep(max_depth: int) -> EventError:
+    return EventError(f"JSON is nested deeper than {max_depth} levels")
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def canonical_json(value: Any) -> str:
     """Raises ValueError for NaN, infinities and ints over Python's digit limit."""
     return json.dumps(

@@ -41,7 +41,7 @@ from django.conf import settings
 
 from . import selectors
 from .edge import bearer_credential, header, origin_allowed, token_for_async
-from .events import EventError, NormalisedEvent, json_depth, parse_events
+from .events import EventError, NormalisedEvent, decode_json, parse_events
 from .ingest import IngestResult, ingest_normalised
 
 logger = logging.getLogger(__name__)
@@ -222,20 +222,4 @@ def _decode(text_data: str | None, bytes_data: bytes | None) -> Any:
             raise EventError(f"message is not valid UTF-8 (byte {problem.start})") from None
     if len(text_data) > limit:
         raise EventError(f"message is larger than {limit} bytes", status=413)
-    try:
-        body = json.loads(text_data, parse_constant=_reject_constant)
-    except RecursionError:
-        raise _too_deep() from None
-    except ValueError as problem:
-        raise EventError(f"message is not valid JSON: {problem}") from None
-    if json_depth(body) > settings.CHATUI_MAX_JSON_DEPTH:
-        raise _too_deep()
-    return body
-
-
-def _too_deep() -> EventError:
-    return EventError(f"JSON is nested deeper than {settings.CHATUI_MAX_JSON_DEPTH} levels")
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
+    return decode_json(text_data, "message", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
