@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.http import Http404
+
 from . import presenters, selectors
 from .agents import accepts_input
 from .models import Conversation, Message
+
+
+def viewable_or_404(user, conversation_id) -> Conversation:
+    """The conversation if `user` may read it (owner, or the view permission), else a
+    404 that says nothing about whether it exists: the one access check of the pages."""
+    conversation = selectors.conversation_for_viewer(user, conversation_id)
+    if conversation is None:
+        raise Http404("conversation not found")
+    return conversation
 
 
 def transcript_context(

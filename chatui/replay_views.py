@@ -5,20 +5,17 @@ no live socket. Owners and auditors, like the conversation page."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from . import replay, selectors
+from . import pages, replay
 from .events import parse_seq
 from .models import Conversation
 
 
 def _viewable(request: HttpRequest, conversation_id) -> Conversation:
-    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
-    if conversation is None:
-        raise Http404("conversation not found")
-    return conversation
+    return pages.viewable_or_404(request.user, conversation_id)
 
 
 def _seq_or_error(conversation: Conversation, raw: str) -> int | JsonResponse:

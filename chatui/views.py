@@ -67,10 +67,7 @@ def _optional_number(request: HttpRequest, name: str) -> int | Literal[False] | 
 
 
 def _viewable(request: HttpRequest, conversation_id) -> Conversation:
-    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
-    if conversation is None:
-        raise Http404("conversation not found")
-    return conversation
+    return pages.viewable_or_404(request.user, conversation_id)
 
 
 @login_required
