@@ -287,9 +287,12 @@ class Projector:
         call_id = call.get("id", "")
         if call_id and self._tool(call_id) is not None:
             return  # already started (or finished): nothing to queue
+        message_id = f"tool_{call_id}" if call_id else f"tool_{assistant_id}_{index}"
+        if not call_id and self._find(message_id) is not None:
+            return  # the step was completed before: its id-less calls are queued already
         message = self._create(
             event,
-            f"tool_{call_id}" if call_id else f"tool_{assistant_id}_{index}",
+            message_id,
             Role.TOOL,
             tool_call_id=call_id,
             tool_name=call["name"],

@@ -309,3 +309,17 @@ def test_run_status_follows_latest_run(conversation, feed):
 def test_timestamps_come_from_events_or_receipt(conversation, feed):
     feed({"type": "user.message", "content": "x", "timestamp": "2026-01-16T10:05:00Z"})
     assert messages(conversation)[0]["timestamp"] == "2026-01-16T10:05:00Z"
+
+
+def test_a_step_completed_twice_queues_its_id_less_tool_calls_once(conversation):
+    """Found by the API fuzz test: completing a step again (its message_id known)
+    queued its tool calls without ids a second time under the same message id (500)."""
+    step = {
+        "type": "agent.step.completed",
+        "message_id": "a1",
+        "content": "",
+        "tool_calls": [{"name": "search"}],
+    }
+    ingest(conversation, [step, {**step, "run_id": "r1"}])
+    queued = conversation.messages.filter(role="tool")
+    assert list(queued.values_list("message_id", "tool_status")) == [("tool_a1_0", "queued")]
