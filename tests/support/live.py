@@ -29,6 +29,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 USERNAME = "e2e"
 PASSWORD = "e2e-password-1"
+# daphne cancels its applications on SIGTERM and exits; what it then waits for (threads
+# still running work) should end well within this. A hang past it is reported with stacks.
+STOP_PATIENCE = 30
 
 
 def is_postgres(url: str) -> bool:
@@ -153,7 +156,8 @@ class LiveServer:
                 self.application,
             ],
             cwd=ROOT,
-            env=self.env,
+            # A hang at shutdown dumps every thread's stack on SIGABRT (see `stop`).
+            env={**self.env, "PYTHONFAULTHANDLER": "1"},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -172,8 +176,23 @@ class LiveServer:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, sig)
-            self.process.wait(timeout=10)
+            try:
+                self.process.wait(timeout=STOP_PATIENCE)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(self._hung_report()) from None
         self.process = None
+
+    def _hung_report(self) -> str:
+        """daphne outlived SIGTERM: every thread's stack (faulthandler, on SIGABRT)
+        into its log, then SIGKILL, so the failure says where it hung."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGABRT)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+        return f"daphne did not stop within {STOP_PATIENCE} s of SIGTERM:\n{self.log_tail(120)}"
 
     def kill(self) -> None:
         """Stop at once, as a crash would: no graceful close for anyone."""
