@@ -33,6 +33,7 @@ from .api import api_view, authenticate, error, read_json
 from .broadcast import group_name
 from .edge import edge_token
 from .events import EventError
+from .ingest_route import finish
 from .models import Message, Role
 
 #: A long poll waits at most this long (the edge's request deadline covers only the
@@ -193,7 +194,7 @@ class LongPollRouter:
     long polls would hold 20 threads. Routed here, after the edge (which has already
     checked the bearer token and put it in the scope), a waiting poll holds no thread
     at all, only a coroutine. It answers JSON, as the API does, with the same headers
-    an API answer gets from the middleware that matter for JSON."""
+    an API answer gets from the middleware (`ingest_route.finish`)."""
 
     def __init__(self, app: Any):
         self.app = app
@@ -205,9 +206,7 @@ class LongPollRouter:
             return await self.app(scope, receive, send)
         request = ASGIRequest(scope, io.BytesIO())
         response = await approval_endpoint(request, *match.args, **match.kwargs)
-        response.setdefault("X-Content-Type-Options", "nosniff")
-        response.setdefault("Cache-Control", "no-store")
-        await self.responder.send_response(response, send)
+        await self.responder.send_response(finish(request, response), send)
 
     @staticmethod
     def _long_poll(scope: dict) -> Any:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from django.http import HttpRequest, HttpResponse
+from django.utils.deprecation import MiddlewareMixin
 
 # No inline or eval script anywhere: htmx is configured from a <meta> tag and our
 # own behaviour lives in static files. Styles are ours too.
@@ -24,11 +23,10 @@ CONTENT_SECURITY_POLICY = "; ".join(
 )
 
 
-class ContentSecurityPolicyMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
+    """A `process_response` (sync and async capable), so the routes that answer beside
+    the chain (chatui.ingest_route.finish) apply it too."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response

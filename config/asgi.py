@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chatui.approval_views import LongPollRouter  # noqa: E402
 from chatui.edge import EdgeMiddleware, SameOriginValidator, guard_daphne  # noqa: E402
+from chatui.ingest_route import IngestRoute  # noqa: E402
 from chatui.routing import (  # noqa: E402
     IngestSockets,
     ingest_websocket_urlpatterns,
@@ -25,8 +26,9 @@ guard_daphne()
 
 application = ProtocolTypeRouter(
     {
-        # SPEC §13: a waiting approval long poll holds no thread (LongPollRouter).
-        "http": EdgeMiddleware(LongPollRouter(django_asgi_app)),
+        # SPEC §13: a waiting approval long poll holds no thread (LongPollRouter); §8 P2:
+        # the events POST runs on a writer thread that keeps its connection (IngestRoute).
+        "http": EdgeMiddleware(IngestRoute(LongPollRouter(django_asgi_app))),
         "websocket": IngestSockets(
             viewers=SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
             ingest=URLRouter(ingest_websocket_urlpatterns),  # SPEC §2.2: bearer tokens

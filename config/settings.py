@@ -136,7 +136,8 @@ SQLITE_OPTIONS = {
 
 POSTGRES_POOL = {
     # Per process. An ASGI process holds few connections at once (the threads running
-    # its requests, its sockets' database calls, the agents' thread), so N processes
+    # its requests, its sockets' database calls, the agents' thread; for good: the
+    # token thread and 4 ingest writer threads, chatui.ingest_route), so N processes
     # fit PostgreSQL's max_connections (100 by default; 200 under make run-cluster).
     "min_size": int(os.environ.get("CHATUI_DB_POOL_MIN", "2")),
     "max_size": int(os.environ.get("CHATUI_DB_POOL_MAX", "10")),
@@ -157,8 +158,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Not persistent, measured (issue 12): under ASGI Django runs each request's sync
     # code on a thread of its own (asgiref's ThreadSensitiveContext per request), so a
     # kept connection is never reused by the next request; it would only be left for
-    # the garbage collector to close. The edge's token lookups keep theirs on a
-    # thread of their own (chatui.edge); ingest on such a thread is the next step.
+    # the garbage collector to close. The edge's token lookups and the events POST
+    # keep theirs on threads of their own (chatui.edge, chatui.ingest_route).
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # Tests get a real file too: an in-memory shared-cache database locks whole

@@ -1,0 +1,132 @@
+"""ASGI: `POST /api/v1/conversations/{id}/events` straight to the API view, on the
+writer thread (SPEC §8 P2: the single-event request is the product's hot path).
+
+Django drives a sync view from a thread of its own per request: a new thread, a new
+database connection opened and closed (CONN_MAX_AGE=0 on SQLite, the pool's checkout
+on PostgreSQL), and the whole middleware chain, for a request whose answer is JSON and
+whose bearer token the edge (chatui.edge) has already checked and put in the scope.
+Routed here instead, the *same* view (`api.conversation_events`: validation, `ingest`,
+the JSON answer) runs on a few long-lived writer threads that keep their connections,
+and the answer gets the headers the middleware would have given it (`finish`). The
+view knows nothing of the route: through Django (the test client, another server
+without this router) it answers the same.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
+from django.core.handlers.exception import response_for_exception
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.urls import Resolver404, resolve
+
+from .middleware import ContentSecurityPolicyMiddleware
+
+ROUTED_VIEW = "api:conversation-events"
+
+# One thread on SQLite, where writers of a process take turns anyway (chatui.ingest's
+# `_turn`); a few on PostgreSQL, where writers of different conversations run side by
+# side and each thread waits on the network, not the GIL.
+SQLITE_WRITERS = 1
+POSTGRES_WRITERS = 4
+
+
+@cache
+def writers() -> ThreadPoolExecutor:
+    count = SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
+    return ThreadPoolExecutor(max_workers=count, thread_name_prefix="chatui-writer")
+
+
+# -- the headers an API answer gets from the middleware --------------------------------
+
+_HEADER_MIDDLEWARE = (SecurityMiddleware, ContentSecurityPolicyMiddleware, XFrameOptionsMiddleware)
+
+
+@cache
+def _header_middleware() -> tuple[Any, ...]:
+    return tuple(middleware(lambda request: None) for middleware in _HEADER_MIDDLEWARE)
+
+
+def finish(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """The response as the middleware chain would have returned it: the security
+    headers (nosniff, referrer and opener policies, CSP, X-Frame-Options) of the very
+    middleware classes the project runs, applied in the chain's order (inner first)."""
+    for middleware in reversed(_header_middleware()):
+        response = middleware.process_response(request, response)
+    response.setdefault("Cache-Control", "no-store")
+    if not response.streaming and not response.has_header("Content-Length"):
+        response["Content-Length"] = str(len(response.content))  # as CommonMiddleware does
+    return response
+
+
+# -- the route ------------------------------------------------------------------------
+
+
+class IngestRoute:
+    """Sends the events POST to the view on a writer thread; everything else on."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.responder = app if isinstance(app, ASGIHandler) else ASGIHandler()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        match = _events_post(scope)
+        if match is None:
+            return await self.app(scope, receive, send)
+        body = await _read_body(receive)
+        if body is None:
+            return  # the client left before its body arrived: nobody to answer
+        request = ASGIRequest(scope, io.BytesIO(body))
+        response = await sync_to_async(_run_view, thread_sensitive=False, executor=writers())(
+            match.func, request, match.kwargs
+        )
+        await self.responder.send_response(finish(request, response), send)
+
+
+def _events_post(scope: dict) -> Any:
+    if scope["type"] != "http" or scope.get("method") != "POST":
+        return None
+    if not scope["path"].endswith("/events"):
+        return None  # every other request pays one suffix test, not a resolve
+    try:
+        match = resolve(scope["path"])
+    except Resolver404:
+        return None
+    return match if match.view_name == ROUTED_VIEW else None
+
+
+async def _read_body(receive: Callable) -> bytes | None:
+    """The whole body (under daphne it is in hand already; the edge bounded its size
+    on every server). None when the client disconnected first."""
+    chunks: list[bytes] = []
+    size, limit = 0, settings.CHATUI_MAX_REQUEST_BYTES + 1
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size <= limit:  # past the limit the view answers 413 from what it has
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _run_view(view: Callable, request: ASGIRequest, kwargs: dict) -> HttpResponse:
+    """On a writer thread. A failure answers as Django's handler would (500 logged),
+    and leaves no broken connection behind for the next request."""
+    try:
+        return view(request, **kwargs)
+    except Exception as problem:
+        connection.close()  # reconnects on next use: a broken connection is not kept
+        return response_for_exception(request, problem)
