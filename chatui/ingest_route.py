@@ -6,7 +6,7 @@ database connection opened and closed (CONN_MAX_AGE=0 on SQLite, the pool's chec
 on PostgreSQL), and the whole middleware chain, for a request whose answer is JSON and
 whose bearer token the edge (chatui.edge) has already checked and put in the scope.
 Routed here instead, the *same* view (`api.conversation_events`: validation, `ingest`,
-the JSON answer) runs on a few long-lived writer threads that keep their connections,
+the JSON answer) runs on the writer threads (chatui.writer), which keep their connections,
 and the answer gets the headers the middleware would have given it (`finish`). The
 view knows nothing of the route: through Django (the test client, another server
 without this router) it answers the same.
@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.core.handlers.exception import response_for_exception
@@ -31,20 +29,9 @@ from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, resolve
 
 from .middleware import ContentSecurityPolicyMiddleware
+from .writer import on_writer
 
 ROUTED_VIEW = "api:conversation-events"
-
-# One thread on SQLite, where writers of a process take turns anyway (chatui.ingest's
-# `_turn`); a few on PostgreSQL, where writers of different conversations run side by
-# side and each thread waits on the network, not the GIL.
-SQLITE_WRITERS = 1
-POSTGRES_WRITERS = 4
-
-
-@cache
-def writers() -> ThreadPoolExecutor:
-    count = SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
-    return ThreadPoolExecutor(max_workers=count, thread_name_prefix="chatui-writer")
 
 
 # -- the headers an API answer gets from the middleware --------------------------------
@@ -87,9 +74,7 @@ class IngestRoute:
         if body is None:
             return  # the client left before its body arrived: nobody to answer
         request = ASGIRequest(scope, io.BytesIO(body))
-        response = await sync_to_async(_run_view, thread_sensitive=False, executor=writers())(
-            match.func, request, match.kwargs
-        )
+        response = await on_writer(_run_view, match.func, request, match.kwargs)
         await self.responder.send_response(finish(request, response), send)
 
 
@@ -128,5 +113,5 @@ def _run_view(view: Callable, request: ASGIRequest, kwargs: dict) -> HttpRespons
     try:
         return view(request, **kwargs)
     except Exception as problem:
-        connection.close()  # reconnects on next use: a broken connection is not kept
+        connection.close()  # possibly broken: the next write reconnects
         return response_for_exception(request, problem)

@@ -43,6 +43,7 @@ from . import selectors
 from .edge import bearer_credential, header, origin_allowed, token_for_async
 from .events import EventError, NormalisedEvent, decode_json, parse_events
 from .ingest import IngestResult, ingest_normalised
+from .writer import on_writer
 
 logger = logging.getLogger(__name__)
 
@@ -167,9 +168,9 @@ class IngestConsumer(AsyncWebsocketConsumer):
             else:
                 await self._ack([message], result)
 
-    @database_sync_to_async
-    def _ingest(self, events: list[NormalisedEvent]) -> IngestResult:
-        return ingest_normalised(self.conversation, events)
+    async def _ingest(self, events: list[NormalisedEvent]) -> IngestResult:
+        # On a writer thread that keeps its connection, as the events POST is (SPEC §8).
+        return await on_writer(ingest_normalised, self.conversation, events)
 
     async def _ack(self, batch: list[Pending], result: IngestResult) -> None:
         ids = [e.event_id for p in batch for e in p.events if e.event_id]

@@ -1,0 +1,52 @@
+"""The writer threads: where the hot write paths run `ingest` (SPEC §8 P2, §2.2).
+
+A few long-lived threads that keep their database connections. Django would give each
+request's sync code a thread of its own and, with CONN_MAX_AGE=0, a connection opened
+and closed around it; Channels' `database_sync_to_async` closes the connection around
+each call too. The events POST (chatui.ingest_route) and the ingest channel
+(chatui.ingest_socket) write here instead: no thread and no connection per write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import connection
+
+from .events import EventError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# One thread on SQLite, where writers of a process take turns anyway (chatui.ingest's
+# `_turn`); a few on PostgreSQL, where writers of different conversations run side by
+# side and each thread mostly waits on the network, not the GIL.
+SQLITE_WRITERS = 1
+POSTGRES_WRITERS = 4
+
+
+@cache
+def writers() -> ThreadPoolExecutor:
+    count = SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
+    return ThreadPoolExecutor(max_workers=count, thread_name_prefix="chatui-writer")
+
+
+async def on_writer(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`func(*args, **kwargs)` on a writer thread. Through asgiref, so what it calls
+    back into async code (the on-commit broadcast's group_send) runs on this loop."""
+    run = sync_to_async(_keeping_a_sound_connection, thread_sensitive=False, executor=writers())
+    return await run(func, *args, **kwargs)
+
+
+def _keeping_a_sound_connection(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    try:
+        return func(*args, **kwargs)
+    except EventError:
+        raise  # the input was refused; the connection is fine
+    except Exception:
+        connection.close()  # possibly broken: the next write reconnects
+        raise
