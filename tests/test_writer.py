@@ -6,13 +6,23 @@ from __future__ import annotations
 import threading
 
 import pytest
+import pytest_asyncio
 from django.db import connection
 
 from chatui.events import EventError
 from chatui.models import Conversation
 from chatui.writer import on_writer
+from tests.support.writer import close_connection
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def close_the_writers_connection():
+    """The writer thread outlives the test: its connection must not hold the test
+    database open (PostgreSQL refuses to drop a database someone is connected to)."""
+    yield
+    await on_writer(close_connection)
 
 
 def where() -> tuple[str, int]:
