@@ -27,6 +27,7 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, resolve
+from django.utils.log import log_response
 
 from .middleware import ContentSecurityPolicyMiddleware
 from .writer import on_writer
@@ -111,7 +112,12 @@ def _run_view(view: Callable, request: ASGIRequest, kwargs: dict) -> HttpRespons
     """On a writer thread. A failure answers as Django's handler would (500 logged),
     and leaves no broken connection behind for the next request."""
     try:
-        return view(request, **kwargs)
+        response = view(request, **kwargs)
     except Exception as problem:
         connection.close()  # possibly broken: the next write reconnects
-        return response_for_exception(request, problem)
+        return response_for_exception(request, problem)  # logs it, as Django does
+    if response.status_code >= 400:  # logged as Django's handler logs a refusal
+        log_response(
+            "%s: %s", response.reason_phrase, request.path, response=response, request=request
+        )
+    return response

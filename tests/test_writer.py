@@ -11,8 +11,8 @@ from django.db import connection
 
 from chatui.events import EventError
 from chatui.models import Conversation
-from chatui.writer import on_writer
-from tests.support.writer import close_connection
+from chatui.writer import _keeping_a_sound_connection, on_writer
+from tests.support.writer import close_writer_connections
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -22,7 +22,7 @@ async def close_the_writers_connection():
     """The writer thread outlives the test: its connection must not hold the test
     database open (PostgreSQL refuses to drop a database someone is connected to)."""
     yield
-    await on_writer(close_connection)
+    await close_writer_connections()
 
 
 def where() -> tuple[str, int]:
@@ -38,21 +38,32 @@ def crash() -> None:
     raise RuntimeError("the database went away")
 
 
-async def test_p2_writes_share_one_thread_and_its_open_connection():
-    first, second = await on_writer(where), await on_writer(where)
-    assert first[0].startswith("chatui-writer")
-    assert first == second
+async def test_p2_writes_run_on_writer_threads_that_keep_their_connections():
+    seen = [await on_writer(where) for _ in range(12)]
+    assert all(name.startswith("chatui-writer") for name, _ in seen)
+    connections_of: dict[str, set[int]] = {}
+    for name, connection_id in seen:
+        connections_of.setdefault(name, set()).add(connection_id)
+    # One thread on SQLite, a few on PostgreSQL: each keeps the one connection it opened.
+    assert all(len(ids) == 1 for ids in connections_of.values()), connections_of
 
 
 async def test_p2_refused_input_keeps_the_connection():
-    before = await on_writer(where)
-    with pytest.raises(EventError):
-        await on_writer(refuse)
-    assert await on_writer(where) == before
+    def refused_between_two_writes() -> tuple[tuple[str, int], tuple[str, int]]:
+        before = where()
+        with pytest.raises(EventError):
+            _keeping_a_sound_connection(refuse)
+        return before, where()
+
+    before, after = await on_writer(refused_between_two_writes)
+    assert before == after
 
 
 async def test_p2_a_failed_write_closes_the_connection_so_the_next_one_reconnects():
-    await on_writer(where)
-    with pytest.raises(RuntimeError):
-        await on_writer(crash)
-    assert await on_writer(lambda: connection.connection) is None  # closed, not yet reopened
+    def failed_after_a_write() -> object:
+        where()
+        with pytest.raises(RuntimeError):
+            _keeping_a_sound_connection(crash)
+        return connection.connection
+
+    assert await on_writer(failed_after_a_write) is None  # closed, not yet reopened

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 from django.db import connection
 
+from chatui.writer import on_writer, writers
 
-def close_connection() -> None:
-    """Close the calling thread's connection: run it with `on_writer` at a test's end,
-    so the writer thread holds no test database open (PostgreSQL refuses to drop it)."""
-    connection.close()
+
+async def close_writer_connections() -> None:
+    """Close every writer thread's connection at a test's end, so none holds the test
+    database open (PostgreSQL refuses to drop a database someone is connected to).
+    Each thread waits at a barrier for the others: one close lands on each thread."""
+    count = writers()._max_workers
+    barrier = threading.Barrier(count)
+
+    def close_then_wait() -> None:
+        connection.close()
+        barrier.wait(timeout=10)
+
+    await asyncio.gather(*(on_writer(close_then_wait) for _ in range(count)))
