@@ -86,36 +86,48 @@ PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 
 
 @dataclass(frozen=True)
-class UserView:
+class MessageView:
+    """What every message shown on its own (user, assistant, status) carries."""
+
+    dom_id: Key
+    pk: int
+    message_id: Key
+    timestamp: datetime
+    timestamp_iso: Key
+    updated_seq: int
+
+    @staticmethod
+    def fields_of(message: Message) -> dict[str, Any]:
+        """The constructor arguments these fields take from `message`."""
+        return {
+            "dom_id": message.dom_id,
+            "pk": message.pk,
+            "message_id": message.message_id,
+            "timestamp": message.timestamp,
+            "timestamp_iso": _iso(message.timestamp),
+            "updated_seq": message.updated_seq,
+        }
+
+
+@dataclass(frozen=True)
+class UserView(MessageView):
     """R1: the user's text, raw; the template escapes it and keeps line breaks."""
 
     kind: ClassVar[str] = "user"
     role: ClassVar[str] = "user"
-    dom_id: Key
-    pk: int
-    message_id: Key
     text: Text
-    timestamp: datetime
-    timestamp_iso: Key
-    updated_seq: int
 
 
 @dataclass(frozen=True)
-class AssistantView:
+class AssistantView(MessageView):
     """R2/R3: sanitised Markdown; S1 meta line under the run's final shown message."""
 
     kind: ClassVar[str] = "assistant"
     role: ClassVar[str] = "assistant"
-    dom_id: Key
-    pk: int
-    message_id: Key
     html: Html
     is_streaming: bool
     meta_line: Text | None
     run_id: Key
-    timestamp: datetime
-    timestamp_iso: Key
-    updated_seq: int
     validation: Text | None = None  # T2: an old <validation> block, shown as its own block
     # While streaming: the raw text, shown escaped; deltas append to it (SPEC §10). The
     # Markdown is rendered once, when the message ends.
@@ -130,14 +142,11 @@ class ContinuationView:
 
 
 @dataclass(frozen=True)
-class StatusView:
+class StatusView(MessageView):
     """R5/S2: one inline status line; the flags tell the template how to draw it."""
 
     kind: ClassVar[str] = "status"
     role: ClassVar[str] = "status"
-    dom_id: Key
-    pk: int
-    message_id: Key
     status_type: Key
     text: Text
     continuation: ContinuationView | None
@@ -146,9 +155,6 @@ class StatusView:
     is_banner: bool  # error: red banner
     is_run_error: bool  # S2: carries [data-run-error]
     is_ephemeral: bool  # removed when the run ends (S3)
-    timestamp: datetime
-    timestamp_iso: Key
-    updated_seq: int
 
 
 @dataclass(frozen=True)
@@ -1112,15 +1118,7 @@ def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
 
 
 def present_user(message: Message) -> UserView:
-    return UserView(
-        dom_id=message.dom_id,
-        pk=message.pk,
-        message_id=message.message_id,
-        text=message.content,
-        timestamp=message.timestamp,
-        timestamp_iso=_iso(message.timestamp),
-        updated_seq=message.updated_seq,
-    )
+    return UserView(**MessageView.fields_of(message), text=message.content)
 
 
 #: T2: an assistant message that is one legacy `<validation>` block, as the importer keeps it.
@@ -1131,18 +1129,13 @@ def present_assistant(message: Message, meta: str | None = None) -> AssistantVie
     validation = VALIDATION_BLOCK.fullmatch(message.content.strip()) if message.is_final else None
     streaming = not message.is_final
     return AssistantView(
-        dom_id=message.dom_id,
-        pk=message.pk,
-        message_id=message.message_id,
+        **MessageView.fields_of(message),
         validation=validation.group("text").strip() if validation else None,
         html=SafeString("") if validation or streaming else render_markdown(message.content),
         text=message.content if streaming else "",
         is_streaming=streaming,
         meta_line=meta,
         run_id=message.run_id,
-        timestamp=message.timestamp,
-        timestamp_iso=_iso(message.timestamp),
-        updated_seq=message.updated_seq,
     )
 
 
@@ -1160,9 +1153,7 @@ def _continuation(meta: dict[str, Any]) -> ContinuationView | None:
 def present_status(message: Message) -> StatusView:
     kind = message.status_type or (message.metadata or {}).get("status_type") or "info"
     return StatusView(
-        dom_id=message.dom_id,
-        pk=message.pk,
-        message_id=message.message_id,
+        **MessageView.fields_of(message),
         status_type=kind,
         text=message.content,
         continuation=_continuation(message.metadata or {}) if kind == "continuation" else None,
@@ -1171,9 +1162,6 @@ def present_status(message: Message) -> StatusView:
         is_banner=kind == "error",
         is_run_error=kind == "error",
         is_ephemeral=kind in StatusType.EPHEMERAL,
-        timestamp=message.timestamp,
-        timestamp_iso=_iso(message.timestamp),
-        updated_seq=message.updated_seq,
     )
 
 
