@@ -431,7 +431,10 @@ def _post_result(event_ids: tuple[str, ...]) -> Callable[[Any], PostResult]:
 
 
 class _BaseClient:
-    """Configuration and the calls themselves; subclasses send them (sync or async)."""
+    """Configuration and the calls themselves; subclasses send them (sync or async)
+    with their `_HTTP` client class."""
+
+    _HTTP: type[httpx.Client] | type[httpx.AsyncClient]
 
     def __init__(
         self,
@@ -440,6 +443,7 @@ class _BaseClient:
         *,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ):
         url = url or os.environ.get("CHATUI_URL")
         token = token or os.environ.get("CHATUI_TOKEN")
@@ -463,6 +467,7 @@ class _BaseClient:
             },
             "timeout": timeout,
         }
+        self._http = self._HTTP(transport=transport, **self._http_options)
 
     def web_url(self, conversation: Mapping[str, Any] | str) -> str:
         """The browser URL of a conversation (a dict from the API, or its id)."""
@@ -562,17 +567,7 @@ class ChatuiClient(_BaseClient):
     ``transport`` is passed to httpx (tests, proxies).
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        token: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ):
-        super().__init__(url, token, timeout=timeout, retry=retry)
-        self._http = httpx.Client(transport=transport, **self._http_options)
+    _HTTP = httpx.Client
 
     def __enter__(self) -> ChatuiClient:
         return self
@@ -669,17 +664,7 @@ class ChatuiClient(_BaseClient):
 class AsyncChatuiClient(_BaseClient):
     """The same client for asyncio: every call is awaited. ``async with`` or `aclose()`."""
 
-    def __init__(
-        self,
-        url: str | None = None,
-        token: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ):
-        super().__init__(url, token, timeout=timeout, retry=retry)
-        self._http = httpx.AsyncClient(transport=transport, **self._http_options)
+    _HTTP = httpx.AsyncClient
 
     async def __aenter__(self) -> AsyncChatuiClient:
         return self
