@@ -223,6 +223,17 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
+#: The columns of a request-timing table after its label (`request_row`).
+REQUEST_COLUMNS = ["n", "min ms", "p50 ms", "p95 ms", "max ms", "daphne CPU ms/req"]
+
+
+def request_row(label: str, times_ms: list[float], cpu: float, *extra: object) -> list[object]:
+    """One row under REQUEST_COLUMNS: `label`, the timings' n/min/p50/p95/max, the
+    server's CPU per request (`cpu` seconds over all of them), then `extra` columns."""
+    s = summary(times_ms)
+    return [label, s["n"], s["min"], s["p50"], s["p95"], s["max"], 1000 * cpu / s["n"], *extra]
+
+
 def table(headers: list[str], rows: list[list[object]]) -> str:
     cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
