@@ -5,6 +5,10 @@ fresh SQLite file in a temporary folder, talks to it on 127.0.0.1 only, prints a
 short table and cleans up. Nothing here is imported by the app or the tests.
 
 The WebSocket client is `tests.support.websocket` (RFC 6455, no extra package).
+
+Why it is long: every benchmark script measures the same way, so the servers under
+test (one process, or the PostgreSQL + Redis cluster), the CPU and memory meters, the
+timing tables, the event stream and the viewer pool are kept here once.
 """
 
 from __future__ import annotations

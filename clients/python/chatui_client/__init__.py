@@ -54,6 +54,10 @@ Creating a conversation is not idempotent in the API, so it is retried only when
 request cannot have been processed (the connection was refused, or the server answered
 ``429``/``503``); after a timeout or a dropped connection it raises `ChatuiUnavailable`
 rather than risk creating the conversation twice.
+
+Why it is long: a runtime may copy this one file and need nothing but httpx, so the
+errors, the retry policy, the event builders and both clients (which share every call
+and retry decision as I/O-free programs) stay in it together.
 """
 
 from __future__ import annotations
