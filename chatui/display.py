@@ -13,7 +13,8 @@ A `Display` says whether tool text has its secrets masked (T3: `MASKED`, the def
 of every presenting function) and which transform, if any, every shown text goes
 through, applied here by those types (the admin's invisible-character markers,
 chatui.reveal). A new text field therefore needs a type, and no edit anywhere
-else; a `str` field without one is refused when its class is first shown.
+else; a `str` field without one is refused (TypeError) the first time its class goes
+through a transform, and by tests/test_display.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .secrets import mask_text, mask_value
 TextKind = Literal["text", "tool", "html", "attribute"]
 TEXT_KINDS: tuple[TextKind, ...] = ("text", "tool", "html", "attribute")
 KEY = "key"
+VIEW = "view"  # a nested view object, or a tuple of them
 
 Text = Annotated[str, "text"]
 ToolText = Annotated[str, "tool"]
@@ -47,7 +49,8 @@ View = TypeVar("View")
 
 @dataclasses.dataclass(frozen=True)
 class Display:
-    """T3 masking (on unless a holder of chatui.view_secrets reveals) and the
+    """T3 masking (the default everywhere; `mask_secrets=False` shows tool text as the
+    runtime sent it, which only a holder of chatui.view_secrets may see) and the
     transform every shown text of a presented view goes through (none: as stored)."""
 
     mask_secrets: bool = True
@@ -87,7 +90,7 @@ def _shown(view: Any, transform: Transform) -> Any:
 
 @cache
 def field_kinds(cls: type) -> dict[str, str]:
-    """Each field of a view class that holds text (its kind, or KEY) or views ("view").
+    """Each field of a view class that holds text (its kind, or KEY) or views (VIEW).
     Raises TypeError for a `str` field that does not say what its text is."""
     hints = typing.get_type_hints(cls, include_extras=True)
     kinds: dict[str, str] = {}
@@ -106,7 +109,7 @@ def _kind(hint: Any, where: str) -> str | None:
         if isinstance(option, type) and issubclass(option, str):
             raise TypeError(f"{where}: say what the text is (Text, ToolText, Html, AttrText, Key)")
         if _holds_views(option):
-            return "view"
+            return VIEW
     return None
 
 
