@@ -20,6 +20,18 @@ from chatui.models import Conversation, ToolStatus
 
 SECRET = "sk-live-abcdefghijklmnop9876"
 
+
+def fetch_attempt(number: int) -> dict:
+    return {
+        "type": "agent.tool.started",
+        "tool_call_id": f"a{number}",
+        "tool_name": "fetch_page",
+        "args": {"url": "https://example.com"},
+        "attempt": number,
+        "max_attempts": 3,
+    }
+
+
 EVENTS = [
     {"type": "user.message", "content": "hi @bob"},
     {"type": "agent.status", "status": "thinking", "message": "Pondering", "run_id": "r1"},
@@ -32,23 +44,9 @@ EVENTS = [
     {"type": "agent.step.completed", "content": "<validation>checked</validation>", "run_id": "r0"},
     {"type": "agent.step.completed", "content": "**Done**", "run_id": "r1", "duration_ms": 5},
     # G14: a failed attempt, then a retry that succeeds
-    {
-        "type": "agent.tool.started",
-        "tool_call_id": "a1",
-        "tool_name": "fetch_page",
-        "args": {"url": "https://example.com"},
-        "attempt": 1,
-        "max_attempts": 3,
-    },
+    fetch_attempt(1),
     {"type": "agent.tool.completed", "tool_call_id": "a1", "error": "timed out", "duration_ms": 9},
-    {
-        "type": "agent.tool.started",
-        "tool_call_id": "a2",
-        "tool_name": "fetch_page",
-        "args": {"url": "https://example.com"},
-        "attempt": 2,
-        "max_attempts": 3,
-    },
+    fetch_attempt(2),
     {"type": "agent.tool.completed", "tool_call_id": "a2", "result": "ok"},
     # G4/G9/G15: a long result, a command that failed by its exit code, a preview
     {
