@@ -5,6 +5,10 @@ fresh SQLite file in a temporary folder, talks to it on 127.0.0.1 only, prints a
 short table and cleans up. Nothing here is imported by the app or the tests.
 
 The WebSocket client is `tests.support.websocket` (RFC 6455, no extra package).
+
+Why it is long: every benchmark script measures the same way, so the servers under
+test (one process, or the PostgreSQL + Redis cluster), the CPU and memory meters, the
+timing tables, the event stream and the viewer pool are kept here once.
 """
 
 from __future__ import annotations
@@ -221,6 +225,17 @@ def summary(values: list[float]) -> dict[str, float]:
         "max": max(values),
         "mean": statistics.fmean(values),
     }
+
+
+#: The columns of a request-timing table after its label (`request_row`).
+REQUEST_COLUMNS = ["n", "min ms", "p50 ms", "p95 ms", "max ms", "daphne CPU ms/req"]
+
+
+def request_row(label: str, times_ms: list[float], cpu: float, *extra: object) -> list[object]:
+    """One row under REQUEST_COLUMNS: `label`, the timings' n/min/p50/p95/max, the
+    server's CPU per request (`cpu` seconds over all of them), then `extra` columns."""
+    s = summary(times_ms)
+    return [label, s["n"], s["min"], s["p50"], s["p95"], s["max"], 1000 * cpu / s["n"], *extra]
 
 
 def table(headers: list[str], rows: list[list[object]]) -> str:

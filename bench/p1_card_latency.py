@@ -66,6 +66,7 @@ from common import (
 )
 
 from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on sys.path
+from tests.support.delivery import stored_events
 
 OBSERVER = """() => {
   window.__cards = {};
@@ -127,19 +128,11 @@ def server_received(bench: Bench, conversation: str) -> dict[str, float]:
     """tool_call_id → when ingest began on the server (events posted without a
     timestamp get `received_at`, set before the transaction, as their timestamp)."""
     stamps: dict[str, float] = {}
-    after = 0
-    with bench.api() as client:
-        while True:
-            page = client.get(f"/conversations/{conversation}/events", params={"after": after})
-            page.raise_for_status()
-            data = page.json()
-            for event in data["events"]:
-                if event["type"] == "agent.tool.started":
-                    moment = dt.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
-                    stamps[event["payload"]["tool_call_id"]] = moment.timestamp()
-            if not data["has_more"] or not data["events"]:
-                return stamps
-            after = data["events"][-1]["seq"]
+    for event in stored_events(bench, conversation):
+        if event["type"] == "agent.tool.started":
+            moment = dt.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
+            stamps[event["payload"]["tool_call_id"]] = moment.timestamp()
+    return stamps
 
 
 def run_scenario(bench: Bench, browser, cookie: str, viewers: int, args) -> dict:

@@ -31,12 +31,13 @@ import time
 import httpx
 from common import (
     ASSISTANT_TEXT,
+    REQUEST_COLUMNS,
     TOOL_OUTPUT,
     Bench,
     cpu_seconds,
     loadavg,
     machine_line,
-    summary,
+    request_row,
     table,
 )
 
@@ -239,70 +240,33 @@ def main() -> None:
                     giant_shape = giant_shape or _giant_shape(client, giant)
         load = loadavg()
 
-    rows = []
-    for size in sizes:
-        s = summary(timings[size])
-        rows.append(
-            [
-                f"GET /c/<id>/ ({size} msgs)",
-                s["n"],
-                s["min"],
-                s["p50"],
-                s["p95"],
-                s["max"],
-                1000 * cpu[size] / s["n"],
-                shape[size]["messages"],
-                shape[size]["bytes"] // 1024,
-            ]
+    rows = [
+        request_row(
+            f"GET /c/<id>/ ({size} msgs)",
+            timings[size],
+            cpu[size],
+            shape[size]["messages"],
+            shape[size]["bytes"] // 1024,
         )
+        for size in sizes
+    ]
     if earlier_times:
-        s = summary(earlier_times)
         rows.append(
-            [
-                f"GET earlier ({biggest} msgs)",
-                s["n"],
-                s["min"],
-                s["p50"],
-                s["p95"],
-                s["max"],
-                1000 * earlier_cpu / s["n"],
-                "",
-                "",
-            ]
+            request_row(f"GET earlier ({biggest} msgs)", earlier_times, earlier_cpu, "", "")
         )
     for what, label in (("page", "GET /c/<id>/ (giant batch)"), ("calls", "GET earlier calls")):
         if giant_times[what]:
-            s = summary(giant_times[what])
             shape = giant_shape.get(what, {})
             rows.append(
-                [
+                request_row(
                     f"{label} ({args.giant} calls)",
-                    s["n"],
-                    s["min"],
-                    s["p50"],
-                    s["p95"],
-                    s["max"],
-                    1000 * giant_cpu[what] / s["n"],
+                    giant_times[what],
+                    giant_cpu[what],
                     shape.get("entries", ""),
                     shape.get("bytes", 0) // 1024 or "",
-                ]
+                )
             )
-    print(
-        table(
-            [
-                "request",
-                "n",
-                "min ms",
-                "p50 ms",
-                "p95 ms",
-                "max ms",
-                "daphne CPU ms/req",
-                "messages in HTML",
-                "KiB",
-            ],
-            rows,
-        )
-    )
+    print(table(["request", *REQUEST_COLUMNS, "messages in HTML", "KiB"], rows))
     print(f"load after: {load}")
 
 

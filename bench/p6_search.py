@@ -36,7 +36,16 @@ import re
 import time
 
 import httpx
-from common import TOOL_OUTPUT, Bench, cpu_seconds, loadavg, machine_line, summary, table
+from common import (
+    REQUEST_COLUMNS,
+    TOOL_OUTPUT,
+    Bench,
+    cpu_seconds,
+    loadavg,
+    machine_line,
+    request_row,
+    table,
+)
 
 MESSAGES_PER_RUN = 5
 OTHER = ("p6-other", "p6-other-password-1")
@@ -231,39 +240,18 @@ def main() -> None:
 
     rows = []
     for (viewer, label), values in times.items():
-        s = summary(values)
         groups, marks, more = shown[(viewer, label)]
         rows.append(
-            [
+            request_row(
                 f"{viewer}: {label} ({QUERIES[label]!r})",
-                s["n"],
-                s["min"],
-                s["p50"],
-                s["p95"],
-                s["max"],
-                1000 * cpu[(viewer, label)] / s["n"],
+                values,
+                cpu[(viewer, label)],
                 groups,
                 marks,
                 "yes" if more else "no",
-            ]
+            )
         )
-    print(
-        table(
-            [
-                "GET /?q=",
-                "n",
-                "min ms",
-                "p50 ms",
-                "p95 ms",
-                "max ms",
-                "daphne CPU ms/req",
-                "conversations",
-                "<mark>s",
-                "more pages",
-            ],
-            rows,
-        )
-    )
+    print(table(["GET /?q=", *REQUEST_COLUMNS, "conversations", "<mark>s", "more pages"], rows))
     print(f"load after: {load}")
 
 

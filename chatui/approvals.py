@@ -22,7 +22,7 @@ is recorded by the first one that looks.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -51,13 +51,7 @@ class Decision:
     note: str
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "tool_call_id": self.tool_call_id,
-            "decision": self.decision,
-            "decided_by": self.decided_by,
-            "decided_at": self.decided_at,
-            "note": self.note,
-        }
+        return asdict(self)
 
 
 def can_decide(user: AbstractBaseUser | AnonymousUser, conversation: Conversation) -> bool:

@@ -64,23 +64,8 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
-        user = self.scope["user"]
-        if user.is_authenticated:
-            # Joined before authorising: a revocation committed meanwhile queues behind
-            # this connect instead of being missed.
-            await self._join(user_group(user.pk))
-            if self._session_key():
-                await self._join(session_group(self._session_key()))
-        verdict = await self._authorise(user)
-        if verdict is None and not self._take_slot(user.pk):
-            verdict = CLOSE_TOO_MANY_SOCKETS
-        if verdict:
-            # Accept, then close with our code: browsers only see codes after the handshake.
-            await self.accept()
-            await self._end(verdict)
+        if not await self._admit(self.scope["user"], group_name(self.conversation_id)):
             return
-        await self._join(group_name(self.conversation_id))
-        await self.accept()
         self.last_sent_seq = self._after()
         replay = await database_sync_to_async(frames.replay_frame)(
             self.conversation_id, self.last_sent_seq
@@ -145,6 +130,27 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         return session.session_key if session is not None else None
 
     # -- access --------------------------------------------------------------------
+
+    async def _admit(self, user, group: str) -> bool:
+        """Check access and take a socket slot, then join `group` and accept; or accept
+        and close with the refusal's code (False). The user's and the session's
+        revocation groups are joined before authorising: a revocation committed
+        meanwhile queues behind this connect instead of being missed."""
+        if user.is_authenticated:
+            await self._join(user_group(user.pk))
+            if self._session_key():
+                await self._join(session_group(self._session_key()))
+        verdict = await self._authorise(user)
+        if verdict is None and not self._take_slot(user.pk):
+            verdict = CLOSE_TOO_MANY_SOCKETS
+        if verdict:
+            # Accept, then close with our code: browsers only see codes after the handshake.
+            await self.accept()
+            await self._end(verdict)
+            return False
+        await self._join(group)
+        await self.accept()
+        return True
 
     @database_sync_to_async
     def _authorise(self, user) -> int | None:
@@ -230,20 +236,11 @@ class ConversationListConsumer(TranscriptConsumer):
     async def connect(self) -> None:
         user = self.scope["user"]
         self.reader_pk = user.pk if user.is_authenticated else None
-        if self.reader_pk is not None:
-            await self._join(user_group(self.reader_pk))
-            if self._session_key():
-                await self._join(session_group(self._session_key()))
-        verdict = self._verdict(user)
-        if verdict is None and not self._take_slot(self.reader_pk):
-            verdict = CLOSE_TOO_MANY_SOCKETS
-        if verdict:
-            await self.accept()
-            await self._end(verdict)
-            return
-        await self._join(rows_group(self.reader_pk))
-        await self.accept()
-        self.watcher = asyncio.create_task(self._recheck_periodically())
+        if await self._admit(user, rows_group(self.reader_pk)):
+            self.watcher = asyncio.create_task(self._recheck_periodically())
+
+    async def _authorise(self, user) -> int | None:
+        return self._verdict(user)  # no database: the reader's own rows
 
     async def list_row(self, message: dict) -> None:
         """A conversation row rendered once by the broadcaster (chatui.broadcast)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -107,6 +109,32 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
+
+    @classmethod
+    def row(
+        cls,
+        conversation: Conversation,
+        seq: int,
+        source: Any,
+        *,
+        timestamp: datetime,
+        received_at: datetime,
+    ) -> Event:
+        """An unsaved log row at `seq` in `conversation` holding what `source` says (its
+        event_id, body_hash, type, run_id, tool_call_id and payload): a normalised event
+        being ingested, or a logged Event being copied (replay's scratch conversation)."""
+        return cls(
+            conversation=conversation,
+            seq=seq,
+            event_id=source.event_id,
+            body_hash=source.body_hash,
+            type=source.type,
+            run_id=source.run_id,
+            tool_call_id=source.tool_call_id,
+            payload=source.payload,
+            timestamp=timestamp,
+            received_at=received_at,
+        )
 
 
 class Role(models.TextChoices):

@@ -6,6 +6,9 @@ the first page load, the live partials and the admin alike. Nothing here builds
 HTML except the sanitised Markdown of assistant text (chatui.markdown), and
 nothing touches the database: presenters work on the Message objects given,
 which must be one *contiguous* slice of a conversation ordered by position.
+Each text field is typed by what its text is (chatui.display): a `Display` passed
+to the presenting functions masks secrets (T3, always unless it reveals them) and
+may transform every shown text (the admin marks invisible characters, chatui.reveal).
 
 Decisions where the spec is silent (each is also noted where it is made):
 
@@ -41,10 +44,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
+from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number, details_failure
 from .markdown import render_markdown
 from .models import Message, Role, StatusType, ToolStatus
-from .secrets import mask_text, mask_value
 from .text import (
     ELLIPSIS,
     TOOL_NAME_CHARS,
@@ -83,87 +86,93 @@ PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 
 
 @dataclass(frozen=True)
-class UserView:
+class MessageView:
+    """What every message shown on its own (user, assistant, status) carries."""
+
+    dom_id: Key
+    pk: int
+    message_id: Key
+    timestamp: datetime
+    timestamp_iso: Key
+    updated_seq: int
+
+    @staticmethod
+    def fields_of(message: Message) -> dict[str, Any]:
+        """The constructor arguments these fields take from `message`."""
+        return {
+            "dom_id": message.dom_id,
+            "pk": message.pk,
+            "message_id": message.message_id,
+            "timestamp": message.timestamp,
+            "timestamp_iso": _iso(message.timestamp),
+            "updated_seq": message.updated_seq,
+        }
+
+
+@dataclass(frozen=True)
+class UserView(MessageView):
     """R1: the user's text, raw; the template escapes it and keeps line breaks."""
 
     kind: ClassVar[str] = "user"
     role: ClassVar[str] = "user"
-    dom_id: str
-    pk: int
-    message_id: str
-    text: str
-    timestamp: datetime
-    timestamp_iso: str
-    updated_seq: int
+    text: Text
 
 
 @dataclass(frozen=True)
-class AssistantView:
+class AssistantView(MessageView):
     """R2/R3: sanitised Markdown; S1 meta line under the run's final shown message."""
 
     kind: ClassVar[str] = "assistant"
     role: ClassVar[str] = "assistant"
-    dom_id: str
-    pk: int
-    message_id: str
-    html: SafeString
+    html: Html
     is_streaming: bool
-    meta_line: str | None
-    run_id: str
-    timestamp: datetime
-    timestamp_iso: str
-    updated_seq: int
-    validation: str | None = None  # T2: an old <validation> block, shown as its own block
+    meta_line: Text | None
+    run_id: Key
+    validation: Text | None = None  # T2: an old <validation> block, shown as its own block
     # While streaming: the raw text, shown escaped; deltas append to it (SPEC §10). The
     # Markdown is rendered once, when the message ends.
-    text: str = ""
+    text: Text = ""
 
 
 @dataclass(frozen=True)
 class ContinuationView:
     should_continue: bool
-    stop_reason: str
-    resolved_by: str
+    stop_reason: Text
+    resolved_by: Text
 
 
 @dataclass(frozen=True)
-class StatusView:
+class StatusView(MessageView):
     """R5/S2: one inline status line; the flags tell the template how to draw it."""
 
     kind: ClassVar[str] = "status"
     role: ClassVar[str] = "status"
-    dom_id: str
-    pk: int
-    message_id: str
-    status_type: str
-    text: str
+    status_type: Key
+    text: Text
     continuation: ContinuationView | None
     is_spinner: bool  # thinking
     is_toast: bool  # info
     is_banner: bool  # error: red banner
     is_run_error: bool  # S2: carries [data-run-error]
     is_ephemeral: bool  # removed when the run ends (S3)
-    timestamp: datetime
-    timestamp_iso: str
-    updated_seq: int
 
 
 @dataclass(frozen=True)
 class ResultView:
     """G4: a tool's display text, inline (`call → text`) or as a cut block."""
 
-    text: str
+    text: ToolText
     inline: bool
-    note: str | None  # "… (N more lines)" / "… (truncated, 2.3 KB)"
+    note: Text | None  # "… (N more lines)" / "… (truncated, 2.3 KB)"
     truncated: bool
-    full_size: str  # human-readable size of the whole text
-    full_text: str | None = None  # G16: the whole text, when `text` is cut
+    full_size: Text  # human-readable size of the whole text
+    full_text: ToolText | None = None  # G16: the whole text, when `text` is cut
 
 
 @dataclass(frozen=True)
 class KindRow:
-    label: str
-    value: str
+    label: Text
+    value: ToolText
     is_failure: bool = False
 
 
@@ -171,7 +180,7 @@ class KindRow:
 class KindView:
     """G9: what `details.kind` adds to an entry, as label/value rows."""
 
-    kind: str  # file | command | fetch | subagent | custom
+    kind: Key  # file | command | fetch | subagent | custom
     rows: tuple[KindRow, ...]
     failed: bool  # non-zero exit code, HTTP status >= 400
 
@@ -182,39 +191,39 @@ class ToolEntryView:
 
     kind: ClassVar[str] = "tool"
     role: ClassVar[str] = "tool"
-    dom_id: str
+    dom_id: Key
     pk: int
-    message_id: str
-    tool_call_id: str  # raw: only ever an (escaped) attribute value
-    tool_name: str
-    title: str  # G10
-    status: str  # queued | running | awaiting_approval | success | error | denied | skipped
+    message_id: Key
+    tool_call_id: Key  # raw: only ever an (escaped) attribute value
+    tool_name: ToolText
+    title: ToolText  # G10
+    status: Key  # queued | running | awaiting_approval | success | error | denied | skipped
     is_pending: bool  # G5
     is_error: bool  # G6
-    call_line: str  # G3
+    call_line: ToolText  # G3
     result: ResultView | None  # G4; the error text on error; None while pending or empty
-    error: str | None  # G6: the error text (cut at ERROR_CHARS), errors only
-    duration_text: str | None  # G7
-    details_json: str | None  # G8
+    error: ToolText | None  # G6: the error text (cut at ERROR_CHARS), errors only
+    duration_text: Text | None  # G7
+    details_json: ToolText | None  # G8
     kind_view: KindView | None  # G9
     progress: float | None  # G12, pending only, 0..1
     progress_percent: int | None
-    progress_line: str | None  # G11, pending only
-    output_tail: str | None  # G12, pending only
-    retry_line: str | None  # G14
+    progress_line: ToolText | None  # G11, pending only
+    output_tail: ToolText | None  # G12, pending only
+    retry_line: ToolText | None  # G14
     children: tuple[ToolEntryView, ...]  # G13
     depth: int
     started_at: datetime
-    started_at_iso: str
-    elapsed_text: str | None  # G5, pending only
+    started_at_iso: Key
+    elapsed_text: Text | None  # G5, pending only
     updated_seq: int
     is_skipped: bool = False  # [001] skipped: muted, neither success nor error
     no_result: bool = False  # T2: its run ended (or it was imported) with no result
-    preview_note: str | None = None  # [001] the result is only the runtime's preview
+    preview_note: Text | None = None  # [001] the result is only the runtime's preview
     pks: tuple[int, ...] = ()  # G14: every attempt's message pk (this one's last)
-    attempt_history: str | None = None  # G14: "failed once, succeeded on 2/3"
-    args_text: str | None = None  # G16: what Copy args copies
-    failure: str | None = None  # G15: why details make this a failure ("exit code 2")
+    attempt_history: Text | None = None  # G14: "failed once, succeeded on 2/3"
+    args_text: AttrText | None = None  # G16: what Copy args copies
+    failure: Text | None = None  # G15: why details make this a failure ("exit code 2")
     approval: ApprovalView | None = None  # SPEC §13: asked for a person's decision
 
     @property
@@ -230,22 +239,22 @@ class ToolEntryView:
 class LiveLineView:
     """§10 "Watching a run": the running entry as its batch's summary shows it."""
 
-    title: str
-    progress_line: str | None
-    started_at_iso: str
-    elapsed_text: str | None
+    title: ToolText
+    progress_line: ToolText | None
+    started_at_iso: Key
+    elapsed_text: Text | None
 
 
 @dataclass(frozen=True)
 class ApprovalView:
     """SPEC §13: why the runtime asks, and what was decided (by whom, when)."""
 
-    reason: str
+    reason: ToolText
     is_awaiting: bool  # Approve / Deny are shown (to those who may decide)
-    decision: str | None  # approved | denied | expired
-    line: str | None  # "Approved by alice · 14:02" / "Denied by alice: too risky"
-    decide_url: str  # the page form's action for this entry
-    expires_at_iso: str
+    decision: Key | None  # approved | denied | expired
+    line: ToolText | None  # "Approved by alice · 14:02" / "Denied by alice: too risky"
+    decide_url: Key  # the page form's action for this entry
+    expires_at_iso: Key
 
 
 @dataclass(frozen=True)
@@ -253,23 +262,23 @@ class ToolBatchView:
     """G1/G2/G6: consecutive top-level tool entries in one <details> block."""
 
     kind: ClassVar[str] = "tool_batch"
-    dom_id: str
+    dom_id: Key
     entries: tuple[ToolEntryView, ...]
     count: int  # top-level entries: data-count
-    title: str
+    title: ToolText
     has_error: bool
     failed_count: int
-    failed_text: str | None  # "1 failed"
+    failed_text: Text | None  # "1 failed"
     running_count: int
     open: bool
     updated_seq: int
-    skipped_text: str | None = None  # "1 skipped" (SPEC §2), muted
-    names_text: str | None = None  # §10: "List Files, Read File +3"; None for a batch of one
-    running_text: str | None = None  # "2 running"
-    queued_text: str | None = None  # "9 queued"
+    skipped_text: Text | None = None  # "1 skipped" (SPEC §2), muted
+    names_text: ToolText | None = None  # §10: "List Files, Read File +3"; None for a batch of one
+    running_text: Text | None = None  # "2 running"
+    queued_text: Text | None = None  # "9 queued"
     live: LiveLineView | None = None  # §10: the running entry, shown in the summary
-    awaiting_text: str | None = None  # "1 awaiting approval" (SPEC §13)
-    denied_text: str | None = None  # "1 denied", muted (SPEC §13)
+    awaiting_text: Text | None = None  # "1 awaiting approval" (SPEC §13)
+    denied_text: Text | None = None  # "1 denied", muted (SPEC §13)
     # SPEC §10/P3: a batch shows at most its latest BATCH_WINDOW top-level entries;
     # "show N earlier calls" fetches the ones before `earlier_before` (a position).
     earlier_count: int = 0
@@ -609,16 +618,24 @@ _NO_LIVE = {"progress": None, "progress_percent": None, "progress_line": None, "
 
 
 def present_tool_entry(
+    message: Message, *, now: datetime | None = None, display: Display = MASKED
+) -> ToolEntryView:
+    """R4: one tool message → its entry, shown as `display` says."""
+    return display.show(_tool_entry(message, now=now, display=display))
+
+
+def _tool_entry(
     message: Message,
     *,
-    now: datetime | None = None,
+    now: datetime | None,
+    display: Display,
     children: Sequence[ToolEntryView] = (),
     depth: int = 0,
 ) -> ToolEntryView:
-    """R4: one tool message → its entry; `children` are already-presented nested tools."""
-    # T3: secrets are masked here, the one place tool text becomes presentable.
-    meta = mask_value(message.metadata or {})
-    content = mask_text(message.content)
+    """R4: one tool message → its entry; `children` are its nested tools' entries."""
+    # T3: secrets are masked here (unless `display` reveals them), the one place tool
+    # text becomes presentable.
+    meta, content = display.tool_text(message.metadata or {}, message.content)
     status = str(message.tool_status or ToolStatus.RUNNING)
     no_result = status in PENDING and bool(meta.get("no_result_recorded"))
     pending = status in PENDING and not no_result  # T2: no timer once its run ended
@@ -798,18 +815,19 @@ class _ToolTree:
 
 
 def _present_subtree(
-    message: Message, tree: _ToolTree, now: datetime, depth: int = 0
+    message: Message, tree: _ToolTree, now: datetime, display: Display, depth: int = 0
 ) -> ToolEntryView:
     if depth >= MAX_NESTING_DEPTH:
         flat = tuple(
-            present_tool_entry(child, now=now, depth=depth + 1)
+            _tool_entry(child, now=now, display=display, depth=depth + 1)
             for child in tree.descendants(message.pk)
         )
-        return present_tool_entry(message, now=now, children=flat, depth=depth)
+        return _tool_entry(message, now=now, display=display, children=flat, depth=depth)
     children = tuple(
-        _present_subtree(child, tree, now, depth + 1) for child in tree.children.get(message.pk, ())
+        _present_subtree(child, tree, now, display, depth + 1)
+        for child in tree.children.get(message.pk, ())
     )
-    return present_tool_entry(message, now=now, children=children, depth=depth)
+    return _tool_entry(message, now=now, display=display, children=children, depth=depth)
 
 
 # -- batches ----------------------------------------------------------------------
@@ -934,13 +952,17 @@ class MessageWindow(list):
 
 
 def _batch(
-    roots: list[Message], tree: _ToolTree, now: datetime, head: BatchHead | None = None
+    roots: list[Message],
+    tree: _ToolTree,
+    now: datetime,
+    display: Display,
+    head: BatchHead | None = None,
 ) -> ToolBatchView:
     """The batch of top-level `roots` (after `head`, its part not loaded); only the
     latest BATCH_WINDOW are presented, the earlier ones are counted from their
     columns, without presenting them (P3)."""
     earlier, shown = roots[:-BATCH_WINDOW], roots[-BATCH_WINDOW:]
-    views = [_present_subtree(message, tree, now) for message in shown]
+    views = [_present_subtree(message, tree, now, display) for message in shown]
     entries = tuple(_merge_attempts(shown, views))
     every = list(iter_entries(entries))
     hidden = [tool for root in earlier for tool in (root, *tree.descendants(root.pk))]
@@ -1096,15 +1118,7 @@ def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
 
 
 def present_user(message: Message) -> UserView:
-    return UserView(
-        dom_id=message.dom_id,
-        pk=message.pk,
-        message_id=message.message_id,
-        text=message.content,
-        timestamp=message.timestamp,
-        timestamp_iso=_iso(message.timestamp),
-        updated_seq=message.updated_seq,
-    )
+    return UserView(**MessageView.fields_of(message), text=message.content)
 
 
 #: T2: an assistant message that is one legacy `<validation>` block, as the importer keeps it.
@@ -1115,18 +1129,13 @@ def present_assistant(message: Message, meta: str | None = None) -> AssistantVie
     validation = VALIDATION_BLOCK.fullmatch(message.content.strip()) if message.is_final else None
     streaming = not message.is_final
     return AssistantView(
-        dom_id=message.dom_id,
-        pk=message.pk,
-        message_id=message.message_id,
+        **MessageView.fields_of(message),
         validation=validation.group("text").strip() if validation else None,
         html=SafeString("") if validation or streaming else render_markdown(message.content),
         text=message.content if streaming else "",
         is_streaming=streaming,
         meta_line=meta,
         run_id=message.run_id,
-        timestamp=message.timestamp,
-        timestamp_iso=_iso(message.timestamp),
-        updated_seq=message.updated_seq,
     )
 
 
@@ -1144,9 +1153,7 @@ def _continuation(meta: dict[str, Any]) -> ContinuationView | None:
 def present_status(message: Message) -> StatusView:
     kind = message.status_type or (message.metadata or {}).get("status_type") or "info"
     return StatusView(
-        dom_id=message.dom_id,
-        pk=message.pk,
-        message_id=message.message_id,
+        **MessageView.fields_of(message),
         status_type=kind,
         text=message.content,
         continuation=_continuation(message.metadata or {}) if kind == "continuation" else None,
@@ -1155,9 +1162,6 @@ def present_status(message: Message) -> StatusView:
         is_banner=kind == "error",
         is_run_error=kind == "error",
         is_ephemeral=kind in StatusType.EPHEMERAL,
-        timestamp=message.timestamp,
-        timestamp_iso=_iso(message.timestamp),
-        updated_seq=message.updated_seq,
     )
 
 
@@ -1187,8 +1191,11 @@ def supersedes_spinner(message: Message) -> bool:
     return message.role in (Role.TOOL, Role.ASSISTANT)
 
 
-def present_transcript(messages: Iterable[Message], *, now: datetime | None = None) -> list[Item]:
-    """A contiguous, position-ordered slice of messages → the items to render, in order.
+def present_transcript(
+    messages: Iterable[Message], *, now: datetime | None = None, display: Display = MASKED
+) -> list[Item]:
+    """A contiguous, position-ordered slice of messages → the items to render, in order,
+    every text shown as `display` says (chatui.display: secrets masked by default).
 
     Pass a list (a QuerySet is evaluated here, once). No database access happens.
     A MessageWindow's `batch_head` is the part of its opening tool batch before it.
@@ -1210,7 +1217,7 @@ def present_transcript(messages: Iterable[Message], *, now: datetime | None = No
         if batch:
             # The head belongs to the slice's first batch if no breaker came before it
             # (a breaker flushes, which drops the head).
-            items.append(_batch(batch, tree, now, head))
+            items.append(_batch(batch, tree, now, display, head))
             batch.clear()
         head = None
         items.extend(held)
@@ -1231,17 +1238,15 @@ def present_transcript(messages: Iterable[Message], *, now: datetime | None = No
             flush()
             items.append(present_user(message))
     flush()
-    return items
+    return [display.show(item) for item in items]
 
 
 def present_batch(
-    messages: Iterable[Message], *, now: datetime | None = None
+    messages: Iterable[Message], *, now: datetime | None = None, display: Display = MASKED
 ) -> ToolBatchView | None:
     """The first batch of a slice: give it the messages one batch spans."""
-    return next(
-        (item for item in present_transcript(messages, now=now) if isinstance(item, ToolBatchView)),
-        None,
-    )
+    items = present_transcript(messages, now=now, display=display)
+    return next((item for item in items if isinstance(item, ToolBatchView)), None)
 
 
 def batch_containing(items: Iterable[Item], message_pk: int) -> ToolBatchView | None:

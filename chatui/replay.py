@@ -93,17 +93,8 @@ def _new_scratch(conversation: Conversation) -> Conversation:
 def _project(scratch: Conversation, events: list[Event], *, empty: bool) -> None:
     """Copy `events` to `scratch` and project them as ingest does (one batch)."""
     copies = [
-        Event(
-            conversation=scratch,
-            seq=event.seq,
-            event_id=event.event_id,
-            body_hash=event.body_hash,
-            type=event.type,
-            run_id=event.run_id,
-            tool_call_id=event.tool_call_id,
-            payload=event.payload,
-            timestamp=event.timestamp,
-            received_at=event.received_at,
+        Event.row(
+            scratch, event.seq, event, timestamp=event.timestamp, received_at=event.received_at
         )
         for event in events
     ]

@@ -3,13 +3,13 @@
 Bidi controls, zero-width characters, other format and control characters and
 tag characters can make a transcript read differently from what it holds.
 `reveal_invisible` escapes text and shows each such character as a styled
-`⟨U+202E⟩` marker; `reveal_items` does the same over the presenter's view
-objects, so the admin's transcript uses the page's partials unchanged.
+`⟨U+202E⟩` marker; `SHOW_INVISIBLE` is the presenters' display (chatui.display)
+that does the same to every text of the view objects, so the admin's transcript
+uses the page's partials unchanged.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import unicodedata
@@ -19,7 +19,7 @@ from typing import Any
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from . import presenters
+from .display import Display, TextKind
 from .text import ZWSP
 
 # -- invisible characters ------------------------------------------------------------
@@ -129,86 +129,20 @@ def _reveal_tool_text(text: str | None) -> SafeString | None:
     return mark_safe(str(reveal_invisible(original)).replace("@", "@" + ZWSP))
 
 
-def _reveal_entry(entry: presenters.ToolEntryView) -> presenters.ToolEntryView:
-    result = entry.result
-    if result is not None:
-        result = dataclasses.replace(
-            result,
-            text=_reveal_tool_text(result.text),
-            full_text=_reveal_tool_text(result.full_text),  # G16
-        )
-    kind_view = entry.kind_view
-    if kind_view is not None:
-        kind_view = dataclasses.replace(
-            kind_view,
-            rows=tuple(
-                dataclasses.replace(row, value=_reveal_tool_text(row.value))
-                for row in kind_view.rows
-            ),
-        )
-    approval = entry.approval
-    if approval is not None:  # SPEC §13: the runtime's reason, the decider's note
-        approval = dataclasses.replace(
-            approval,
-            reason=_reveal_tool_text(approval.reason),
-            line=_reveal_tool_text(approval.line),
-        )
-    return dataclasses.replace(
-        entry,
-        approval=approval,
-        title=_reveal_tool_text(entry.title),
-        call_line=_reveal_tool_text(entry.call_line),
-        result=result,
-        error=_reveal_tool_text(entry.error),
-        details_json=_reveal_tool_text(entry.details_json),
-        kind_view=kind_view,
-        progress_line=_reveal_tool_text(entry.progress_line),
-        output_tail=_reveal_tool_text(entry.output_tail),
-        retry_line=_reveal_tool_text(entry.retry_line),
-        # An attribute value (Copy args) holds no markup: its labels are plain text.
-        args_text=reveal_text(entry.args_text) if entry.args_text is not None else None,
-        children=tuple(_reveal_entry(child) for child in entry.children),
-    )
+def show_invisible(text: str, kind: TextKind) -> str:
+    """The admin's transform of every text a presented view shows (chatui.display):
+    visible markers for invisible characters, each kind of text in its own way."""
+    if kind == "html":
+        return _reveal_html(text)
+    if kind == "tool":
+        return _reveal_tool_text(text)
+    if kind == "attribute":  # an attribute value holds no markup: plain labels
+        return reveal_text(text)
+    return reveal_invisible(text)
 
 
-def reveal_items(items: list[presenters.Item]) -> list[presenters.Item]:
-    """The admin's pass over the presenter's view objects: the same items, with
-    every text the partials show carrying visible markers for invisible characters.
-    Attribute values (ids) are left alone: they are not shown."""
-    revealed: list[presenters.Item] = []
-    for item in items:
-        if isinstance(item, presenters.UserView):
-            item = dataclasses.replace(item, text=reveal_invisible(item.text))
-        elif isinstance(item, presenters.AssistantView):
-            item = dataclasses.replace(item, html=_reveal_html(item.html))
-        elif isinstance(item, presenters.StatusView):
-            continuation = item.continuation
-            if continuation is not None:
-                continuation = dataclasses.replace(
-                    continuation,
-                    stop_reason=reveal_invisible(continuation.stop_reason),
-                    resolved_by=reveal_invisible(continuation.resolved_by),
-                )
-            item = dataclasses.replace(
-                item, text=reveal_invisible(item.text), continuation=continuation
-            )
-        elif isinstance(item, presenters.ToolBatchView):
-            live = item.live
-            if live is not None:  # §10: the running entry in the summary
-                live = dataclasses.replace(
-                    live,
-                    title=_reveal_tool_text(live.title),
-                    progress_line=_reveal_tool_text(live.progress_line),
-                )
-            item = dataclasses.replace(
-                item,
-                title=_reveal_tool_text(item.title),
-                names_text=_reveal_tool_text(item.names_text),
-                live=live,
-                entries=tuple(_reveal_entry(entry) for entry in item.entries),
-            )
-        revealed.append(item)
-    return revealed
+#: The admin's transcript: secrets masked (T3), invisible characters marked (SPEC §11).
+SHOW_INVISIBLE = Display(transform=show_invisible)
 
 
 def pretty_json(value: Any) -> SafeString:

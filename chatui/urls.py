@@ -7,27 +7,24 @@ from django.urls import include, path, re_path
 
 from . import api, approval_views, health, replay_views, views
 
+#: One conversation's pages, under c/<conversation_id>/.
+conversation_pages = [
+    path("", views.conversation_page, name="conversation"),
+    path("messages", views.send_message, name="send-message"),
+    path("transcript", views.transcript_fragment, name="transcript"),
+    path("earlier", views.earlier_messages, name="earlier"),
+    path("calls/<int:batch_start>/earlier", views.earlier_calls, name="earlier-calls"),
+    path("stop", views.stop_run, name="stop-run"),
+    path("at/<str:at>", replay_views.moment_fragment, name="moment"),
+    path("replay", replay_views.replay_page, name="replay"),
+    path("tools/<int:message_pk>/approval", approval_views.decide_from_page, name="decide-tool"),
+]
+
 page_patterns = [
     path("", views.conversation_list, name="conversation-list"),
     path("new/", views.new_conversation, name="new-conversation"),
     path("showcase", views.showcase, name="showcase"),
-    path("c/<uuid:conversation_id>/", views.conversation_page, name="conversation"),
-    path("c/<uuid:conversation_id>/messages", views.send_message, name="send-message"),
-    path("c/<uuid:conversation_id>/transcript", views.transcript_fragment, name="transcript"),
-    path("c/<uuid:conversation_id>/earlier", views.earlier_messages, name="earlier"),
-    path(
-        "c/<uuid:conversation_id>/calls/<int:batch_start>/earlier",
-        views.earlier_calls,
-        name="earlier-calls",
-    ),
-    path("c/<uuid:conversation_id>/stop", views.stop_run, name="stop-run"),
-    path("c/<uuid:conversation_id>/at/<str:at>", replay_views.moment_fragment, name="moment"),
-    path("c/<uuid:conversation_id>/replay", replay_views.replay_page, name="replay"),
-    path(
-        "c/<uuid:conversation_id>/tools/<int:message_pk>/approval",
-        approval_views.decide_from_page,
-        name="decide-tool",
-    ),
+    path("c/<uuid:conversation_id>/", include(conversation_pages)),
 ]
 
 api_patterns = [

@@ -609,6 +609,23 @@ def test_invisible_characters_in_an_approval_reason_are_revealed_in_admin(super_
     assert RLO not in html
 
 
+def test_invisible_characters_in_validation_and_streaming_text_are_revealed_in_admin(
+    super_client, user
+):
+    """Every text of the presented transcript goes through the admin's display
+    (chatui.display), the ones reveal.py's field-by-field pass once left out too."""
+    events = [
+        {"type": "agent.step.completed", "content": f"<validation>ok {RLO}gpj.exe</validation>"},
+        {"type": "agent.message.delta", "message_id": "typing", "delta": f"still {LRI}typing"},
+    ]
+    conversation = make_conversation(user, "validation", events)
+    html = super_client.get(change_url(conversation)).content.decode()
+    transcript = html[html.index('<section id="transcript"') :]
+    assert 'ok <span class="invisible-char" data-invisible="U+202E"' in transcript
+    assert 'still <span class="invisible-char" data-invisible="U+2066"' in transcript
+    assert RLO not in html and LRI not in html
+
+
 def test_stored_zero_width_after_at_is_still_revealed_in_tool_text():
     shown = reveal._reveal_tool_text(neutralise(f"a@{ZWSP}b and c@d"))
     assert shown == f'a@{ZWSP}<span class="invisible-char" data-invisible="U+200B" ' + (

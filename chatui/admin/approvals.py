@@ -8,28 +8,22 @@ from django.db.models import Exists, OuterRef
 from django.utils.html import format_html, format_html_join
 
 from ..models import Conversation, Event
+from .filters import ExistsFilter
 
 APPROVAL_TYPES = ("agent.tool.approval_requested", "tool.approval")
 
 
-class HasApprovalsFilter(admin.SimpleListFilter):
+class HasApprovalsFilter(ExistsFilter):
     """Conversations where a runtime asked a person before running a tool."""
 
     title = "approvals"
     parameter_name = "has_approvals"
+    labels = ("With approvals", "Without approvals")
 
-    def lookups(self, request, model_admin):
-        return [("yes", "With approvals"), ("no", "Without approvals")]
-
-    def queryset(self, request, queryset):
-        asked = Exists(
+    def exists(self) -> Exists:
+        return Exists(
             Event.objects.filter(conversation=OuterRef("pk"), type="agent.tool.approval_requested")
         )
-        if self.value() == "yes":
-            return queryset.filter(asked)
-        if self.value() == "no":
-            return queryset.filter(~asked)
-        return queryset
 
 
 def decision_rows(conversation: Conversation) -> list[tuple[str, str, str, str, str]]:

@@ -11,7 +11,13 @@ from django.urls import reverse
 
 from .. import presenters, selectors
 from ..models import Conversation, Message
-from ..reveal import pretty_json, reveal_invisible, reveal_items, reveal_text, revealed_block
+from ..reveal import (
+    SHOW_INVISIBLE,
+    pretty_json,
+    reveal_invisible,
+    reveal_text,
+    revealed_block,
+)
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
 from .timeline import first_error_anchor, run_summaries
 
@@ -22,7 +28,7 @@ TRANSCRIPT_LIMIT = 1000
 
 def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
     window, has_earlier = selectors.transcript_window(conversation, limit=TRANSCRIPT_LIMIT)
-    items = reveal_items(presenters.present_transcript(window))
+    items = presenters.present_transcript(window, display=SHOW_INVISIBLE)
     scope = f"?{ConversationFilter.parameter_name}={conversation.pk}"
     user = request.user
     return {

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -96,6 +98,17 @@ class ReadOnlyAdmin(AuditAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return self.fields or ()
+
+
+def revealed(attribute: str, description: str, **options: Any) -> Callable[..., SafeString]:
+    """An admin column or field showing `obj.<attribute>` with its invisible characters
+    made visible (SPEC §11): `run_id_shown = revealed("run_id", "run id")`."""
+
+    @admin.display(description=description, **options)
+    def shown(model_admin: admin.ModelAdmin, obj: Any) -> SafeString:
+        return reveal_invisible(getattr(obj, attribute))
+
+    return shown
 
 
 def conversation_link(conversation: Conversation) -> SafeString:

@@ -6,8 +6,8 @@ from django.contrib import admin
 
 from ..exporters import masked_event
 from ..models import Event
-from ..reveal import pretty_json, reveal_invisible
-from .base import ConversationFilter, ConversationScopedAdmin
+from ..reveal import pretty_json
+from .base import ConversationFilter, ConversationScopedAdmin, revealed
 
 
 @admin.register(Event)
@@ -41,17 +41,9 @@ class EventAdmin(ConversationScopedAdmin):
         "payload_shown",
     )
 
-    @admin.display(description="tool call id")
-    def tool_call_id_shown(self, obj):
-        return reveal_invisible(obj.tool_call_id)
-
-    @admin.display(description="run id")
-    def run_id_shown(self, obj):
-        return reveal_invisible(obj.run_id)
-
-    @admin.display(description="event id")
-    def event_id_shown(self, obj):
-        return reveal_invisible(obj.event_id or "")
+    tool_call_id_shown = revealed("tool_call_id", "tool call id")
+    run_id_shown = revealed("run_id", "run id")
+    event_id_shown = revealed("event_id", "event id")
 
     @admin.display(description="payload")
     def payload_shown(self, obj):

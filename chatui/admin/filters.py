@@ -11,22 +11,35 @@ from ..text import clip
 from .base import ERROR_Q
 
 
-class HasErrorsFilter(admin.SimpleListFilter):
+class ExistsFilter(admin.SimpleListFilter):
+    """A yes/no filter: the conversations where `exists()` holds, or those where it
+    does not. Subclasses name it (`title`, `parameter_name`, `labels`)."""
+
+    labels: tuple[str, str]  # the "yes" and the "no" choice
+
+    def exists(self) -> Exists:
+        raise NotImplementedError
+
+    def lookups(self, request, model_admin):
+        return [("yes", self.labels[0]), ("no", self.labels[1])]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(self.exists())
+        if self.value() == "no":
+            return queryset.filter(~self.exists())
+        return queryset
+
+
+class HasErrorsFilter(ExistsFilter):
     """A failed tool call or an error status line (a failed run)."""
 
     title = "errors"
     parameter_name = "has_errors"
+    labels = ("With errors", "Without errors")
 
-    def lookups(self, request, model_admin):
-        return [("yes", "With errors"), ("no", "Without errors")]
-
-    def queryset(self, request, queryset):
-        errors = Exists(Message.objects.filter(ERROR_Q, conversation=OuterRef("pk")))
-        if self.value() == "yes":
-            return queryset.filter(errors)
-        if self.value() == "no":
-            return queryset.filter(~errors)
-        return queryset
+    def exists(self) -> Exists:
+        return Exists(Message.objects.filter(ERROR_Q, conversation=OuterRef("pk")))
 
 
 class ToolNameFilter(admin.SimpleListFilter):

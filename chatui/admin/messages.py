@@ -7,7 +7,13 @@ from django.contrib import admin
 from ..models import Message
 from ..reveal import pretty_json, reveal_invisible, revealed_block
 from ..text import clip, collapse_newlines
-from .base import LIST_TEXT_CHARS, ConversationFilter, ConversationScopedAdmin, masked_message
+from .base import (
+    LIST_TEXT_CHARS,
+    ConversationFilter,
+    ConversationScopedAdmin,
+    masked_message,
+    revealed,
+)
 
 
 @admin.register(Message)
@@ -46,17 +52,9 @@ class MessageAdmin(ConversationScopedAdmin):
         "metadata_shown",
     )
 
-    @admin.display(description="message id")
-    def message_id_shown(self, obj):
-        return reveal_invisible(obj.message_id)
-
-    @admin.display(description="tool call id")
-    def tool_call_id_shown(self, obj):
-        return reveal_invisible(obj.tool_call_id)
-
-    @admin.display(description="tool name", ordering="tool_name")
-    def tool_name_shown(self, obj):
-        return reveal_invisible(obj.tool_name)
+    message_id_shown = revealed("message_id", "message id")
+    tool_call_id_shown = revealed("tool_call_id", "tool call id")
+    tool_name_shown = revealed("tool_name", "tool name", ordering="tool_name")
 
     @admin.display(description="content")
     def content_excerpt(self, obj):

@@ -7,7 +7,7 @@ from django.contrib import admin
 from ..models import Run
 from ..reveal import reveal_invisible, revealed_block
 from ..text import clip
-from .base import LIST_TEXT_CHARS, ConversationFilter, ConversationScopedAdmin
+from .base import LIST_TEXT_CHARS, ConversationFilter, ConversationScopedAdmin, revealed
 
 
 @admin.register(Run)
@@ -34,9 +34,7 @@ class RunAdmin(ConversationScopedAdmin):
         "error_shown",
     )
 
-    @admin.display(description="run id", ordering="run_id")
-    def run_id_shown(self, obj):
-        return reveal_invisible(obj.run_id)
+    run_id_shown = revealed("run_id", "run id", ordering="run_id")
 
     @admin.display(description="error")
     def error_excerpt(self, obj):

@@ -38,9 +38,8 @@ from .base import (
     message_list,
     parse_arguments,
     require,
-    source_time,
 )
-from .openai_chat import CallIds
+from .chat import CallIds, Step, each_message
 
 
 def _is_call(kind: str) -> bool:
@@ -59,12 +58,7 @@ def parse(raw: bytes) -> Draft:
         builder.skip("system prompt")
     calls = CallIds(builder)
     answered = _answered_ids(messages)
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            raise TranscriptError("a message must be a JSON object", where=where)
-        role = require(message, "role", where)
-        at = source_time(message, where)
+    for index, where, message, role, at in each_message(messages):
         blocks = _blocks(message.get("content"), where)
         if role == "user":
             _user(builder, calls, blocks, index, where, at)
@@ -152,11 +146,7 @@ def _user(
 def _result_event(
     builder: Builder, calls: CallIds, block: dict[str, Any], where: str
 ) -> dict[str, Any]:
-    source_id = require(block, "tool_use_id", where)
-    call_id, name = calls.resolve(source_id)
-    event: dict[str, Any] = {"type": "agent.tool.completed", "tool_call_id": call_id}
-    if name:
-        event["tool_name"] = name
+    event = calls.completed(require(block, "tool_use_id", where))
     content = block.get("content")
     if isinstance(content, dict) and isinstance(content.get("error_code"), str):
         # Server tools report failures as {"type": "..._error", "error_code": "..."}.
@@ -197,8 +187,7 @@ def _assistant(
     answered: dict[str, int],
 ) -> None:
     texts: list[str] = []
-    tool_calls: list[dict[str, Any]] = []
-    started: list[dict[str, Any]] = []
+    step = Step(calls, index)
     results: list[dict[str, Any]] = []
     for position, block in enumerate(blocks):
         block_where = f"{where}.content[{position}]"
@@ -206,20 +195,9 @@ def _assistant(
         if _is_call(kind):
             name = require(block, "name", block_where)
             source_id = block.get("id")
-            if source_id is not None and not isinstance(source_id, str):
-                raise TranscriptError("'id' must be a string", where=block_where)
             arguments = parse_arguments(block.get("input"))
-            call_id = calls.announce(source_id, name)
-            tool_calls.append({"id": call_id, "name": name, **arguments})
-            if source_id and answered.get(source_id, -1) >= index:
-                started.append(
-                    {
-                        "type": "agent.tool.started",
-                        "tool_call_id": call_id,
-                        "tool_name": name,
-                        **arguments,
-                    }
-                )
+            later = isinstance(source_id, str) and answered.get(source_id, -1) >= index
+            step.call(source_id, name, arguments, block_where, started=bool(source_id) and later)
         elif _is_result(kind):  # a server tool's result, inside the assistant turn
             results.append(_result_event(builder, calls, block, block_where))
         elif kind in ("thinking", "redacted_thinking") or not _text_of(
@@ -227,22 +205,12 @@ def _assistant(
         ):
             builder.skip(f"{kind} block")  # not shown in chatui
     text = join_text(texts)
-    if not text and not tool_calls:
-        builder.skip("empty assistant message")
-        return
-    step: dict[str, Any] = {
-        "type": "agent.step.completed",
-        "message_id": builder.message_id(index),
-        "content": text,
-    }
-    if tool_calls:
-        step["tool_calls"] = tool_calls
     usage = message.get("usage")
+    tokens: dict[str, int] = {}
     if isinstance(usage, dict):
         counts = [usage.get(key) for key in ("input_tokens", "output_tokens")]
         numbers = [n for n in counts if isinstance(n, int) and not isinstance(n, bool)]
         if numbers:
-            step["tokens"] = sum(numbers)
-    builder.add(step, where=where, at=at)
-    for event in started + results:
-        builder.add(event, where=where, at=at)
+            tokens["tokens"] = sum(numbers)
+    step.after += results
+    step.add_to(builder, text, where, at, **tokens)

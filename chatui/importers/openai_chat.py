@@ -25,7 +25,7 @@ servers number calls per turn), its second use becomes `<id>~2`, and so on.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from typing import Any
 
 from .base import (
@@ -39,32 +39,8 @@ from .base import (
     message_list,
     parse_arguments,
     require,
-    source_time,
 )
-
-
-class CallIds:
-    """Source tool call ids → chatui ids, unique within the import."""
-
-    def __init__(self, builder: Builder):
-        self.builder = builder
-        self.uses: Counter[str] = Counter()
-        self.current: dict[str, tuple[str, str]] = {}  # source id -> (chatui id, name)
-
-    def announce(self, source_id: str | None, name: str) -> str:
-        if not source_id:
-            call_id = self.builder.new_tool_call_id()
-        else:
-            self.uses[source_id] += 1
-            uses = self.uses[source_id]
-            call_id = source_id if uses == 1 else f"{source_id}~{uses}"
-            self.current[source_id] = (call_id, name)
-        return call_id
-
-    def resolve(self, source_id: str) -> tuple[str, str | None]:
-        if source_id in self.current:
-            return self.current[source_id]
-        return source_id, None
+from .chat import CallIds, Step, each_message
 
 
 def content_text(content: Any, where: str, builder: Builder, separator: str = "\n\n") -> str:
@@ -101,12 +77,7 @@ def parse(raw: bytes) -> Draft:
     calls = CallIds(builder)
     answered = _answered_ids(messages)
     open_functions: dict[str, deque[str]] = {}  # name -> chatui ids of unanswered function_calls
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            raise TranscriptError("a message must be a JSON object", where=where)
-        role = require(message, "role", where)
-        at = source_time(message, where)
+    for index, where, message, role, at in each_message(messages):
         if role in ("system", "developer"):
             builder.skip(f"{role} message")
         elif role == "user":
@@ -122,11 +93,7 @@ def parse(raw: bytes) -> Draft:
         elif role == "assistant":
             _assistant(builder, calls, message, index, where, at, answered, open_functions)
         elif role == "tool":
-            source_id = require(message, "tool_call_id", where)
-            call_id, name = calls.resolve(source_id)
-            event: dict[str, Any] = {"type": "agent.tool.completed", "tool_call_id": call_id}
-            if name:
-                event["tool_name"] = name
+            event = calls.completed(require(message, "tool_call_id", where))
             event["result"] = content_text(message.get("content"), where, builder, "\n")
             builder.add(event, where=where, at=at)
         elif role == "function":
@@ -178,8 +145,7 @@ def _assistant(
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise TranscriptError("'tool_calls' must be a list", where=where)
-    tool_calls: list[dict[str, Any]] = []
-    started: list[dict[str, Any]] = []
+    step = Step(calls, index)
     for position, raw_call in enumerate(raw_calls):
         call_where = f"{where}.tool_calls[{position}]"
         if not isinstance(raw_call, dict):
@@ -201,39 +167,12 @@ def _assistant(
             builder.skip(f"{kind} tool call")
             continue
         source_id = raw_call.get("id")
-        if source_id is not None and not isinstance(source_id, str):
-            raise TranscriptError("'id' must be a string", where=call_where)
-        call_id = calls.announce(source_id, name)
-        tool_calls.append({"id": call_id, "name": name, **arguments})
-        if source_id and answered.get(source_id, -1) > index:
-            started.append(
-                {
-                    "type": "agent.tool.started",
-                    "tool_call_id": call_id,
-                    "tool_name": name,
-                    **arguments,
-                }
-            )
+        later = isinstance(source_id, str) and answered.get(source_id, -1) > index
+        step.call(source_id, name, arguments, call_where, started=bool(source_id) and later)
     function_call = message.get("function_call")
     if isinstance(function_call, dict):
         name = require(function_call, "name", f"{where}.function_call")
         arguments = parse_arguments(function_call.get("arguments"))
-        call_id = calls.announce(None, name)
+        call_id = step.call(None, name, arguments, where, started=True)
         open_functions.setdefault(name, deque()).append(call_id)
-        tool_calls.append({"id": call_id, "name": name, **arguments})
-        started.append(
-            {"type": "agent.tool.started", "tool_call_id": call_id, "tool_name": name, **arguments}
-        )
-    if not text and not tool_calls:
-        builder.skip("empty assistant message")
-        return
-    step: dict[str, Any] = {
-        "type": "agent.step.completed",
-        "message_id": builder.message_id(index),
-        "content": text,
-    }
-    if tool_calls:
-        step["tool_calls"] = tool_calls
-    builder.add(step, where=where, at=at)
-    for event in started:
-        builder.add(event, where=where, at=at)
+    step.add_to(builder, text, where, at)

@@ -54,6 +54,10 @@ Creating a conversation is not idempotent in the API, so it is retried only when
 request cannot have been processed (the connection was refused, or the server answered
 ``429``/``503``); after a timeout or a dropped connection it raises `ChatuiUnavailable`
 rather than risk creating the conversation twice.
+
+Why it is long: a runtime may copy this one file and need nothing but httpx, so the
+errors, the retry policy, the event builders and both clients (which share every call
+and retry decision as I/O-free programs) stay in it together.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -355,6 +359,16 @@ class _Call:
             raise problem
         return delay
 
+    def request(self) -> dict[str, Any]:
+        """httpx's arguments for an attempt: every attempt sends the same bytes."""
+        return {
+            "method": self.method,
+            "url": self.path,
+            "content": self.content,
+            "params": self.params,
+            "timeout": self.timeout or httpx.USE_CLIENT_DEFAULT,
+        }
+
     def result(self, response: httpx.Response) -> Any:
         if response.status_code == 204:  # e.g. a long poll that is still pending
             return self.parse(None)
@@ -377,6 +391,33 @@ class _Call:
         )
 
 
+#: A client operation without its I/O, shared by the sync and async clients: it yields
+#: a `_Call` to send (the response, or the transport error, is sent back in) or a
+#: number of seconds to sleep, and returns the operation's result.
+_Program = Generator["_Call | float", "httpx.Response | httpx.TransportError | None", Any]
+
+
+def _with_retries(call: _Call) -> _Program:
+    """One call and its attempts (REL1, REL2)."""
+    while True:
+        outcome = yield call
+        if isinstance(outcome, httpx.TransportError):
+            delay = call.next_delay(error=outcome)
+        else:
+            delay = call.next_delay(response=outcome)
+            if delay is None:
+                return call.result(outcome)
+        yield delay
+
+
+def _advance(program: _Program, outcome: Any) -> tuple[bool, Any]:
+    """(False, the program's next effect) or (True, its result)."""
+    try:
+        return False, program.send(outcome)
+    except StopIteration as done:
+        return True, done.value
+
+
 def _same(data: Any) -> Any:
     return data
 
@@ -394,7 +435,10 @@ def _post_result(event_ids: tuple[str, ...]) -> Callable[[Any], PostResult]:
 
 
 class _BaseClient:
-    """Configuration and the calls themselves; subclasses send them (sync or async)."""
+    """Configuration and the calls themselves; subclasses send them (sync or async)
+    with their `_HTTP` client class."""
+
+    _HTTP: type[httpx.Client] | type[httpx.AsyncClient]
 
     def __init__(
         self,
@@ -403,6 +447,7 @@ class _BaseClient:
         *,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ):
         url = url or os.environ.get("CHATUI_URL")
         token = token or os.environ.get("CHATUI_TOKEN")
@@ -426,6 +471,7 @@ class _BaseClient:
             },
             "timeout": timeout,
         }
+        self._http = self._HTTP(transport=transport, **self._http_options)
 
     def web_url(self, conversation: Mapping[str, Any] | str) -> str:
         """The browser URL of a conversation (a dict from the API, or its id)."""
@@ -477,6 +523,26 @@ class _BaseClient:
             timeout=wait + APPROVAL_POLL_SLACK,
         )
 
+    # -- operations of several calls, as programs (`_Program`) --
+
+    def _all_events(self, conversation_id: str, after: int) -> _Program:
+        """Every page of events after `after`, merged."""
+        result: dict[str, Any] = {"events": [], "last_seq": after}
+        next_after: int | None = after
+        while next_after is not None:
+            page = yield from _with_retries(self._events_page(conversation_id, next_after))
+            next_after = self._merge_page(result, page)
+        return result
+
+    def _decision(self, conversation_id: str, tool_call_id: str, timeout: float) -> _Program:
+        """SPEC §13: long polls until a decision, or None after `timeout` seconds."""
+        for wait in self._approval_waits(timeout):
+            call = self._approval(conversation_id, tool_call_id, wait)
+            decision = yield from _with_retries(call)
+            if decision is not None:
+                return decision
+        return None
+
     @staticmethod
     def _approval_waits(timeout: float) -> Iterator[int]:
         """The `wait` of each long poll until `timeout` seconds have passed."""
@@ -505,17 +571,7 @@ class ChatuiClient(_BaseClient):
     ``transport`` is passed to httpx (tests, proxies).
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        token: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ):
-        super().__init__(url, token, timeout=timeout, retry=retry)
-        self._http = httpx.Client(transport=transport, **self._http_options)
+    _HTTP = httpx.Client
 
     def __enter__(self) -> ChatuiClient:
         return self
@@ -526,23 +582,26 @@ class ChatuiClient(_BaseClient):
     def close(self) -> None:
         self._http.close()
 
+    def _run(self, program: _Program) -> Any:
+        done, effect = _advance(program, None)
+        while not done:
+            done, effect = _advance(program, self._perform(effect))
+        return effect
+
+    def _perform(self, effect: _Call | float) -> httpx.Response | httpx.TransportError | None:
+        if isinstance(effect, _Call):
+            return self._request(effect)
+        time.sleep(effect)
+        return None
+
+    def _request(self, call: _Call) -> httpx.Response | httpx.TransportError:
+        try:
+            return self._http.request(**call.request())
+        except httpx.TransportError as error:
+            return error
+
     def _send(self, call: _Call) -> Any:
-        while True:
-            try:
-                response = self._http.request(
-                    call.method,
-                    call.path,
-                    content=call.content,
-                    params=call.params,
-                    timeout=call.timeout or httpx.USE_CLIENT_DEFAULT,
-                )
-            except httpx.TransportError as error:
-                delay = call.next_delay(error=error)
-            else:
-                delay = call.next_delay(response=response)
-                if delay is None:
-                    return call.result(response)
-            time.sleep(delay)
+        return self._run(_with_retries(call))
 
     def create_conversation(self, title: str = "", *, owner: str | None = None) -> dict[str, Any]:
         """``{id, title, url, created_at}``. ``owner`` needs ``chatui.ingest_any``."""
@@ -567,12 +626,7 @@ class ChatuiClient(_BaseClient):
     def get_events(self, conversation_id: str, after: int = 0) -> dict[str, Any]:
         """``{events: [{seq, type, event_id, run_id, timestamp, payload}], last_seq}``
         for every event with a seq greater than ``after`` (all pages)."""
-        result: dict[str, Any] = {"events": [], "last_seq": after}
-        next_after: int | None = after
-        while next_after is not None:
-            page = self._send(self._events_page(conversation_id, next_after))
-            next_after = self._merge_page(result, page)
-        return result
+        return self._run(self._all_events(conversation_id, after))
 
     def stream(
         self, conversation_id: str, *, channel: bool = False, flush_after: float = 0.025
@@ -604,11 +658,7 @@ class ChatuiClient(_BaseClient):
         ``agent.tool.approval_requested`` (SPEC §13): ``{tool_call_id, decision,
         decided_by, decided_at, note}`` — ``decision`` is ``approved``, ``denied`` or
         ``expired`` — or None if ``timeout`` seconds pass first. Long polls, 30 s at a time."""
-        for wait in self._approval_waits(timeout):
-            decision = self._send(self._approval(conversation_id, tool_call_id, wait))
-            if decision is not None:
-                return decision
-        return None
+        return self._run(self._decision(conversation_id, tool_call_id, timeout))
 
     def run(self, conversation_id: str, run_id: str | None = None, **options: Any) -> Run:
         """A `Run` posting to this conversation (``run_id`` defaults to a new uuid)."""
@@ -618,17 +668,7 @@ class ChatuiClient(_BaseClient):
 class AsyncChatuiClient(_BaseClient):
     """The same client for asyncio: every call is awaited. ``async with`` or `aclose()`."""
 
-    def __init__(
-        self,
-        url: str | None = None,
-        token: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ):
-        super().__init__(url, token, timeout=timeout, retry=retry)
-        self._http = httpx.AsyncClient(transport=transport, **self._http_options)
+    _HTTP = httpx.AsyncClient
 
     async def __aenter__(self) -> AsyncChatuiClient:
         return self
@@ -639,23 +679,26 @@ class AsyncChatuiClient(_BaseClient):
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def _run(self, program: _Program) -> Any:
+        done, effect = _advance(program, None)
+        while not done:
+            done, effect = _advance(program, await self._perform(effect))
+        return effect
+
+    async def _perform(self, effect: _Call | float) -> httpx.Response | httpx.TransportError | None:
+        if isinstance(effect, _Call):
+            return await self._request(effect)
+        await asyncio.sleep(effect)
+        return None
+
+    async def _request(self, call: _Call) -> httpx.Response | httpx.TransportError:
+        try:
+            return await self._http.request(**call.request())
+        except httpx.TransportError as error:
+            return error
+
     async def _send(self, call: _Call) -> Any:
-        while True:
-            try:
-                response = await self._http.request(
-                    call.method,
-                    call.path,
-                    content=call.content,
-                    params=call.params,
-                    timeout=call.timeout or httpx.USE_CLIENT_DEFAULT,
-                )
-            except httpx.TransportError as error:
-                delay = call.next_delay(error=error)
-            else:
-                delay = call.next_delay(response=response)
-                if delay is None:
-                    return call.result(response)
-            await asyncio.sleep(delay)
+        return await self._run(_with_retries(call))
 
     async def create_conversation(
         self, title: str = "", *, owner: str | None = None
@@ -677,22 +720,13 @@ class AsyncChatuiClient(_BaseClient):
         return await self._send(self._post_events(conversation_id, events))
 
     async def get_events(self, conversation_id: str, after: int = 0) -> dict[str, Any]:
-        result: dict[str, Any] = {"events": [], "last_seq": after}
-        next_after: int | None = after
-        while next_after is not None:
-            page = await self._send(self._events_page(conversation_id, next_after))
-            next_after = self._merge_page(result, page)
-        return result
+        return await self._run(self._all_events(conversation_id, after))
 
     async def wait_for_approval(
         self, conversation_id: str, tool_call_id: str, *, timeout: float = 600.0
     ) -> dict[str, Any] | None:
         """As `ChatuiClient.wait_for_approval`, awaited."""
-        for wait in self._approval_waits(timeout):
-            decision = await self._send(self._approval(conversation_id, tool_call_id, wait))
-            if decision is not None:
-                return decision
-        return None
+        return await self._run(self._decision(conversation_id, tool_call_id, timeout))
 
     def run(self, conversation_id: str, run_id: str | None = None, **options: Any) -> AsyncRun:
         return AsyncRun(self, conversation_id, run_id, **options)
