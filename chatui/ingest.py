@@ -106,15 +106,10 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
         indexed_title = locked.title if locked.last_seq else None
         fresh, duplicates = _drop_duplicates(locked, events)
         rows = [
-            Event(
-                conversation=locked,
-                seq=locked.last_seq + offset,
-                event_id=event.event_id,
-                body_hash=event.body_hash,
-                type=event.type,
-                run_id=event.run_id,
-                tool_call_id=event.tool_call_id,
-                payload=event.payload,
+            Event.row(
+                locked,
+                locked.last_seq + offset,
+                event,
                 timestamp=event.timestamp or received_at,
                 received_at=received_at,
             )
