@@ -234,6 +234,21 @@ class ToolEntryView:
     def is_queued(self) -> bool:
         return self.is_pending and self.status == ToolStatus.QUEUED
 
+    @property
+    def icon(self) -> str:
+        """The head's mark (G5, G6, §13, [001] skipped, T2), by precedence."""
+        if self.is_error:
+            return "✖"
+        if self.status == "denied":
+            return "⛔"
+        if self.status == "awaiting_approval":
+            return "✋"
+        if self.is_pending:
+            return "⏳"
+        if self.is_skipped or self.no_result:
+            return "–"
+        return "✓"
+
 
 @dataclass(frozen=True)
 class LiveLineView:

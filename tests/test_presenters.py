@@ -1084,3 +1084,19 @@ def test_g14_a_retry_queued_behind_other_calls_still_joins_its_first_attempt(con
     batch = only_batch(present(conversation))
     assert [e.tool_call_id for e in batch.entries] == ["c3", "c2"]  # at the first attempt's place
     assert batch.failed_text is None
+
+
+def test_g5_g6_entry_icon_says_failed_pending_skipped_or_done(conversation, feed):
+    feed(
+        user(),
+        started("ok"),
+        completed("ok"),
+        started("bad"),
+        completed("bad", error="no such file"),
+        started("busy"),
+        started("skip"),
+        {"type": "agent.tool.completed", "tool_call_id": "skip", "skipped": True},
+    )
+    items = present(conversation)
+    icons = {call: entry(items, call).icon for call in ("ok", "bad", "busy", "skip")}
+    assert icons == {"ok": "✓", "bad": "✖", "busy": "⏳", "skip": "–"}
