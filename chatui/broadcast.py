@@ -57,6 +57,7 @@ def broadcast(
             "first_seq": frame.first_seq,
             "last_seq": frame.last_seq,
             "html": frame.html,
+            "streamed_text_only": frame.streamed_text_only,
         },
     )
     if row_changed(changes):

@@ -35,6 +35,9 @@ class Frame:
     first_seq: int
     last_seq: int
     html: str
+    # Only streamed text appended to bubbles: a viewer's socket may join such frames
+    # that follow each other into one (chatui.consumers, SPEC §8 P5).
+    streamed_text_only: bool = False
 
 
 def marker(first_seq: int, last_seq: int) -> str:
@@ -65,11 +68,21 @@ def change_frame(
     parts = [marker(first_seq, last_seq)]
     parts += [_delete(f"m-{pk}") for pk in changes.removed]
     appended = {pk: pieces for pk, pieces in changes.appended.items() if pk not in changes.created}
-    parts += _changed_parts((pk for pk in changes.changed if pk not in appended), changes.created)
+    others = [pk for pk in changes.changed if pk not in appended]
+    parts += _changed_parts(others, changes.created)
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
         parts.append(render_run_state(conversation, oob=True))
-    return Frame(first_seq, last_seq, "".join(parts))
+    text_only = bool(appended) and not (others or changes.removed or changes.conversation_changed)
+    return Frame(first_seq, last_seq, "".join(parts), streamed_text_only=text_only)
+
+
+def frame_body(first_seq: int, last_seq: int, html: str) -> str:
+    """A frame's parts without its marker (to join frames that follow each other)."""
+    head = marker(first_seq, last_seq)
+    if not html.startswith(head):
+        raise ValueError(f"frame {first_seq}-{last_seq} does not start with its marker")
+    return html[len(head) :]
 
 
 def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:

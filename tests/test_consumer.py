@@ -184,3 +184,50 @@ async def test_client_input_closes_the_socket_with_4400(people, frame):
     await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "later"})
     assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()
+
+
+async def stream_started(conversation) -> None:
+    """A run whose answer the page already shows as a streaming bubble."""
+    await sync_to_async(ingest)(
+        conversation,
+        [
+            {"type": "user.message", "content": "go", "run_id": "r"},
+            {"type": "agent.message.delta", "message_id": "a", "delta": "Hel", "run_id": "r"},
+        ],
+    )
+
+
+def delta(text: str) -> dict:
+    return {"type": "agent.message.delta", "message_id": "a", "delta": text, "run_id": "r"}
+
+
+async def test_p5_streamed_text_frames_in_one_tick_reach_the_page_as_one_frame(people):
+    owner, _, conversation = people
+    await stream_started(conversation)
+    communicator, connected, _ = await connect(conversation, owner, after=2)
+    assert connected
+    for text in ("lo", " wor", "ld"):
+        await sync_to_async(ingest)(conversation, delta(text))  # a frame each
+    joined = await communicator.receive_from(timeout=3)
+    assert MARKER.match(joined).groups() == ("3", "5")
+    assert joined.count("data-delta-seq=") == 3
+    assert joined.index(">lo<") < joined.index("> wor<") < joined.index(">ld<")
+    assert await communicator.receive_nothing(timeout=0.1)
+    await communicator.disconnect()
+
+
+async def test_p5_any_other_frame_sends_the_held_text_first_and_keeps_the_order(people):
+    owner, _, conversation = people
+    await stream_started(conversation)
+    communicator, connected, _ = await connect(conversation, owner, after=2)
+    assert connected
+    await sync_to_async(ingest)(conversation, delta("lo"))
+    await sync_to_async(ingest)(
+        conversation,
+        {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls", "run_id": "r"},
+    )
+    held = await communicator.receive_from(timeout=3)
+    tool = await communicator.receive_from(timeout=3)
+    assert MARKER.match(held).groups() == ("3", "3") and ">lo<" in held
+    assert MARKER.match(tool).groups() == ("4", "4") and 'data-tool-call-id="c1"' in tool
+    await communicator.disconnect()
