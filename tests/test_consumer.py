@@ -13,6 +13,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
+from chatui import consumers
 from chatui.broadcast import group_name
 from chatui.ingest import ingest
 from chatui.models import Conversation
@@ -201,33 +202,43 @@ def delta(text: str) -> dict:
     return {"type": "agent.message.delta", "message_id": "a", "delta": text, "run_id": "r"}
 
 
-async def test_p5_streamed_text_frames_in_one_tick_reach_the_page_as_one_frame(people):
+@pytest.fixture
+def long_tick(monkeypatch):
+    """A tick long enough that a slow test machine still lands its ingests inside it."""
+    monkeypatch.setattr(consumers, "STREAM_TICK_SECONDS", 1.0)
+
+
+async def test_p5_streamed_text_goes_at_once_then_what_follows_in_the_tick_is_joined(
+    people, long_tick
+):
     owner, _, conversation = people
     await stream_started(conversation)
     communicator, connected, _ = await connect(conversation, owner, after=2)
     assert connected
     for text in ("lo", " wor", "ld"):
         await sync_to_async(ingest)(conversation, delta(text))  # a frame each
+    first = await communicator.receive_from(timeout=3)
     joined = await communicator.receive_from(timeout=3)
-    assert MARKER.match(joined).groups() == ("3", "5")
-    assert joined.count("data-delta-seq=") == 3
-    assert joined.index(">lo<") < joined.index("> wor<") < joined.index(">ld<")
+    assert MARKER.match(first).groups() == ("3", "3") and ">lo<" in first
+    assert MARKER.match(joined).groups() == ("4", "5")
+    assert joined.count("data-delta-seq=") == 2
+    assert joined.index("> wor<") < joined.index(">ld<")
     assert await communicator.receive_nothing(timeout=0.1)
     await communicator.disconnect()
 
 
-async def test_p5_any_other_frame_sends_the_held_text_first_and_keeps_the_order(people):
+async def test_p5_any_other_frame_sends_the_held_text_first_and_keeps_the_order(people, long_tick):
     owner, _, conversation = people
     await stream_started(conversation)
     communicator, connected, _ = await connect(conversation, owner, after=2)
     assert connected
-    await sync_to_async(ingest)(conversation, delta("lo"))
+    await sync_to_async(ingest)(conversation, delta("lo"))  # sent at once
+    await sync_to_async(ingest)(conversation, delta("!"))  # held: same tick
     await sync_to_async(ingest)(
         conversation,
         {"type": "agent.tool.started", "tool_call_id": "c1", "tool_name": "ls", "run_id": "r"},
     )
-    held = await communicator.receive_from(timeout=3)
-    tool = await communicator.receive_from(timeout=3)
-    assert MARKER.match(held).groups() == ("3", "3") and ">lo<" in held
-    assert MARKER.match(tool).groups() == ("4", "4") and 'data-tool-call-id="c1"' in tool
+    sent = [await communicator.receive_from(timeout=3) for _ in range(3)]
+    assert [MARKER.match(frame).groups() for frame in sent] == [("3", "3"), ("4", "4"), ("5", "5")]
+    assert ">!<" in sent[1] and 'data-tool-call-id="c1"' in sent[2]
     await communicator.disconnect()
