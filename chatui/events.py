@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 
@@ -677,14 +678,16 @@ def _unchanged(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_tool_execution_start(fields: dict[str, Any]) -> dict[str, Any]:
-    """`args` arrives as a JSON-encoded string: decoded, or kept as text."""
+    """`args` arrives as a JSON-encoded string: decoded as strictly as a request body
+    (no NaN or infinities, which no JSON column stores; no deeper nesting), or kept as
+    text."""
     args = fields.get("args")
     if not isinstance(args, str):
         return fields
     mapped = {key: value for key, value in fields.items() if key != "args"}
     try:
-        decoded = json.loads(args)
-    except ValueError:
+        decoded = decode_json(args, "args", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
+    except EventError:
         decoded = None
     if isinstance(decoded, dict):
         mapped["args"] = decoded

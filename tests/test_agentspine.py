@@ -261,3 +261,22 @@ def test_agentspine_second_agent_end_of_a_run_restates_its_final_answer(conversa
     ingest(conversation, [ending[0], {"type": "agent_end", "final_text": "second"}])
     finals = conversation.messages.filter(message_id__endswith="-final")
     assert list(finals.values_list("content", flat=True)) == ["second"]
+
+
+@pytest.mark.parametrize(
+    "args", ['{"a": NaN}', '{"a": -Infinity}', '{"a": ' * 200 + "1" + "}" * 200]
+)
+def test_agentspine_args_string_that_is_not_storable_json_is_kept_as_text(api, conversation, args):
+    """Found by the importer fuzz test: `args` decoded with json.loads let NaN into the
+    payload, and the event log's JSON column refused it (a 500 through the API, an
+    IntegrityError in an import). Decoded as strictly as a request body, it stays text."""
+    start = {
+        "type": "tool_execution_start",
+        "tool_call_id": "c1",
+        "tool_name": "read_file",
+        "args": args,
+    }
+    post(api, conversation, [start], one_by_one=True)
+    (tool,) = Message.objects.filter(conversation=conversation, role="tool")
+    assert "args" not in tool.metadata
+    assert tool.metadata["args_summary"] == args  # shown as the runtime sent it
