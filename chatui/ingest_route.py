@@ -46,9 +46,9 @@ def _header_middleware() -> tuple[Any, ...]:
 
 
 def finish(request: HttpRequest, response: HttpResponse) -> HttpResponse:
-    """The response as the middleware chain would have returned it: the security
-    headers (nosniff, referrer and opener policies, CSP, X-Frame-Options) of the very
-    middleware classes the project runs, applied in the chain's order (inner first)."""
+    """The response as config/settings.py's middleware chain would have returned it:
+    the security headers (nosniff, referrer and opener policies, CSP, X-Frame-Options)
+    of those very middleware classes, applied in the chain's order (inner first)."""
     for middleware in reversed(_header_middleware()):
         response = middleware.process_response(request, response)
     response.setdefault("Cache-Control", "no-store")
@@ -92,18 +92,18 @@ def _events_post(scope: dict) -> Any:
 
 
 async def _read_body(receive: Callable) -> bytes | None:
-    """The whole body (under daphne it is in hand already; the edge bounded its size
-    on every server). None when the client disconnected first."""
+    """The body, or its first CHATUI_MAX_REQUEST_BYTES + 1 bytes when it is larger: the
+    view answers 413 to that, holding no more than one byte over the limit (under
+    daphne the edge has bounded it already). None when the client disconnected first."""
     chunks: list[bytes] = []
-    size, limit = 0, settings.CHATUI_MAX_REQUEST_BYTES + 1
+    room = settings.CHATUI_MAX_REQUEST_BYTES + 1
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size <= limit:  # past the limit the view answers 413 from what it has
-            chunks.append(chunk)
+        chunk = message.get("body", b"")[:room]
+        chunks.append(chunk)
+        room -= len(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
 

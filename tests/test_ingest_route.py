@@ -136,3 +136,27 @@ async def test_p2_routed_posts_run_on_one_writer_thread_that_keeps_its_connectio
     assert [name.startswith("chatui-writer") for name, _ in seen] == [True, True]
     if seen[0][0] == seen[1][0]:  # always on SQLite (one writer thread)
         assert seen[0][1] == seen[1][1]  # the same open connection, not a new one
+
+
+@pytest.mark.asyncio
+async def test_p2_routed_body_over_the_limit_keeps_one_byte_too_many_so_the_view_says_413(
+    settings,
+):
+    """A body streamed in chunks past the limit is cut at limit + 1 bytes, never at a
+    chunk boundary below the limit (which would hand the view a shorter, valid body)."""
+    from chatui.ingest_route import _read_body
+
+    settings.CHATUI_MAX_REQUEST_BYTES = 100
+    messages = iter(
+        [
+            {"type": "http.request", "body": b"x" * 60, "more_body": True},
+            {"type": "http.request", "body": b"y" * 60, "more_body": True},
+            {"type": "http.request", "body": b"z" * 60, "more_body": False},
+        ]
+    )
+
+    async def receive() -> dict:
+        return next(messages)
+
+    body = await _read_body(receive)
+    assert body == b"x" * 60 + b"y" * 41
