@@ -485,11 +485,11 @@ class ViewerPool:
 # -- cluster mode (SPEC §12.1): PostgreSQL + Redis, several web processes ---------------
 
 #: The benchmarks' own PostgreSQL and Redis: other ports and folder than `make
-#: test-cluster` (55432/56379, var/cluster), so a benchmark never disturbs a test run.
+#: test-cluster` (25432/26379, var/cluster), so a benchmark never disturbs a test run.
 BENCH_CLUSTER_ENV = {
     "CLUSTER_DIR": str(ROOT / "var" / "bench-cluster"),
-    "CLUSTER_PG_PORT": "55532",
-    "CLUSTER_REDIS_PORT": "56479",
+    "CLUSTER_PG_PORT": "25532",
+    "CLUSTER_REDIS_PORT": "26479",
 }
 BENCH_POSTGRES = f"postgres://chatui@127.0.0.1:{BENCH_CLUSTER_ENV['CLUSTER_PG_PORT']}/chatui"
 BENCH_REDIS = f"redis://127.0.0.1:{BENCH_CLUSTER_ENV['CLUSTER_REDIS_PORT']}/0"

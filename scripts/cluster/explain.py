@@ -9,7 +9,7 @@ filter — records every SELECT they issue, and EXPLAINs each one twice: as plan
 and with sequential scans disabled. A sequential scan that survives the second
 run means no index can serve the query: that is what the report flags.
 
-    export DATABASE_URL=postgres://chatui@127.0.0.1:55432/chatui  # make run-cluster's
+    export DATABASE_URL=postgres://chatui@127.0.0.1:25432/chatui  # make run-cluster's
     .venv/bin/python scripts/cluster/explain.py [-v]
 """
 

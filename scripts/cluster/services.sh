@@ -7,16 +7,18 @@
 #   services.sh stop      stop what `start` and serve.py started (pidfiles in the folder)
 #   services.sh status    exit 0 when both answer
 #
-# Settings (environment): CLUSTER_DIR (default var/cluster), CLUSTER_PG_PORT (55432),
-# CLUSTER_REDIS_PORT (56379). Unusual ports, so a system PostgreSQL or Redis on the
-# standard ones is left alone. The database is `chatui`, its owner the role `chatui`,
+# Settings (environment): CLUSTER_DIR (default var/cluster), CLUSTER_PG_PORT (25432),
+# CLUSTER_REDIS_PORT (26379). Unusual ports, so a system PostgreSQL or Redis on the
+# standard ones is left alone, and below Linux's ephemeral range (32768–60999): a port
+# in it can be taken at any moment as the source port of some outgoing connection, and
+# PostgreSQL then fails to start with "Address already in use" (it did, in a CI run). The database is `chatui`, its owner the role `chatui`,
 # trusted on 127.0.0.1 only.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 CLUSTER_DIR="$(mkdir -p "${CLUSTER_DIR:-$ROOT/var/cluster}" && cd "${CLUSTER_DIR:-$ROOT/var/cluster}" && pwd)"
-PG_PORT="${CLUSTER_PG_PORT:-55432}"
-REDIS_PORT="${CLUSTER_REDIS_PORT:-56379}"
+PG_PORT="${CLUSTER_PG_PORT:-25432}"
+REDIS_PORT="${CLUSTER_REDIS_PORT:-26379}"
 DB_NAME=chatui
 DB_ROLE=chatui
 
