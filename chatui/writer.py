@@ -29,10 +29,13 @@ SQLITE_WRITERS = 1
 POSTGRES_WRITERS = 4
 
 
+def writer_count() -> int:
+    return SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
+
+
 @cache
 def writers() -> ThreadPoolExecutor:
-    count = SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
-    return ThreadPoolExecutor(max_workers=count, thread_name_prefix="chatui-writer")
+    return ThreadPoolExecutor(max_workers=writer_count(), thread_name_prefix="chatui-writer")
 
 
 async def on_writer(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

@@ -7,14 +7,14 @@ import threading
 
 from django.db import connection
 
-from chatui.writer import on_writer, writers
+from chatui.writer import on_writer, writer_count
 
 
 async def close_writer_connections() -> None:
     """Close every writer thread's connection at a test's end, so none holds the test
     database open (PostgreSQL refuses to drop a database someone is connected to).
     Each thread waits at a barrier for the others: one close lands on each thread."""
-    count = writers()._max_workers
+    count = writer_count()
     barrier = threading.Barrier(count)
 
     def close_then_wait() -> None:
