@@ -25,8 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,6 +361,34 @@ class EventStream:
 
 
 # -- py-spy (optional) ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def load_threads(
+    worker: Callable[[int], None], count: int, warmup: float, stop: threading.Event
+) -> Iterator[None]:
+    """`worker(n)` on `count` threads; `warmup` seconds pass before the block runs, and
+    at its end `stop` is set and the threads are joined."""
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(warmup)
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+
+
+def measure_window(measuring: threading.Event, stop: threading.Event, seconds: float) -> float:
+    """Open the measured window (`measuring`), hold it `seconds` or until a worker sets
+    `stop`, then close it: its length in seconds."""
+    started = time.perf_counter()
+    measuring.set()
+    stop.wait(seconds)
+    stop.set()
+    return time.perf_counter() - started
 
 
 @contextlib.contextmanager

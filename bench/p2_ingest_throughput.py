@@ -46,9 +46,11 @@ from common import (
     ViewerPool,
     bench_cluster_services,
     cpu_seconds,
+    load_threads,
     loadavg,
     machine_line,
     maybe_py_spy,
+    measure_window,
     own_cpu_seconds,
     summary,
     table,
@@ -90,22 +92,13 @@ def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) ->
                         stop.set()
 
     with ViewerPool(bench, paths, cookie) as pool:
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.threads)]
-        for thread in threads:
-            thread.start()
-        time.sleep(args.warmup)
-        with maybe_py_spy(bench.pid, profile, args.seconds):
-            server_cpu, client_cpu = cpu_seconds(bench.pid), own_cpu_seconds()
-            started = time.perf_counter()
-            measuring.set()
-            stop.wait(args.seconds)
-            stop.set()
-            elapsed = time.perf_counter() - started
-            server_cpu = cpu_seconds(bench.pid) - server_cpu
-            client_cpu = own_cpu_seconds() - client_cpu
-        load = loadavg()
-        for thread in threads:
-            thread.join(timeout=60)
+        with load_threads(worker, args.threads, args.warmup, stop):
+            with maybe_py_spy(bench.pid, profile, args.seconds):
+                server_cpu, client_cpu = cpu_seconds(bench.pid), own_cpu_seconds()
+                elapsed = measure_window(measuring, stop, args.seconds)
+                server_cpu = cpu_seconds(bench.pid) - server_cpu
+                client_cpu = own_cpu_seconds() - client_cpu
+            load = loadavg()
         frames, closed = pool.stop()
     if errors:
         raise RuntimeError(f"{mode}: {errors[0]}")
@@ -158,20 +151,11 @@ def run_cluster_mode(bench: ClusterBench, cookie: str, args) -> dict:
     paths = [f"/ws/conversations/{c}/?after=0" for c in conversations]
     with ViewerPool(bench, paths, cookie) as pool:
         meter = CpuMeter(bench.server.web_pids(), client=[os.getpid()], viewers=[pool.process.pid])
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.threads)]
-        for thread in threads:
-            thread.start()
-        time.sleep(args.warmup)
-        meter.start()
-        started = time.perf_counter()
-        measuring.set()
-        stop.wait(args.seconds)
-        stop.set()
-        elapsed = time.perf_counter() - started
-        cpu = meter.stop()
-        load = loadavg()
-        for thread in threads:
-            thread.join(timeout=60)
+        with load_threads(worker, args.threads, args.warmup, stop):
+            meter.start()
+            elapsed = measure_window(measuring, stop, args.seconds)
+            cpu = meter.stop()
+            load = loadavg()
         frames, closed = pool.stop()
     if errors:
         raise RuntimeError(f"cluster: {errors[0]}")
