@@ -79,11 +79,8 @@ def chatui_server(tmp_path_factory):
     """A real daphne server with its own database, shared by the session's e2e tests."""
     from tests.support.live import LiveServer
 
-    server = LiveServer(tmp_path_factory.mktemp("live"))
-    server.prepare()
-    server.start()
-    yield server
-    server.stop()
+    with LiveServer(tmp_path_factory.mktemp("live")).serving() as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -21,10 +21,8 @@ def short_deadline_server(tmp_path_factory):
     server = LiveServer(
         tmp_path_factory.mktemp("approval-live"), extra_env={"CHATUI_REQUEST_TIMEOUT": "2"}
     )
-    server.prepare()
-    server.start()
-    yield server
-    server.stop()
+    with server.serving():
+        yield server
 
 
 def test_sec13_long_poll_outlasts_the_edge_request_deadline(short_deadline_server):

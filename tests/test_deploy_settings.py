@@ -130,10 +130,8 @@ def https_server(tmp_path_factory) -> Iterator[LiveServer]:
         tmp_path_factory.mktemp("https"),
         extra_env={**ALL_ON, "CHATUI_BEHIND_TLS_PROXY": "1"},
     )
-    server.prepare()
-    server.start()
-    yield server
-    server.stop()
+    with server.serving():
+        yield server
 
 
 def test_https_deployment_redirects_plain_http(https_server):

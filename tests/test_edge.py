@@ -51,10 +51,8 @@ def edge_server(tmp_path_factory) -> Iterator[LiveServer]:
             "CHATUI_REQUEST_TIMEOUT": "2",
         },
     )
-    server.prepare()
-    server.start()
-    yield server
-    server.stop()
+    with server.serving():
+        yield server
 
 
 # -- a raw HTTP/1.1 client ---------------------------------------------------------------

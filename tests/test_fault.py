@@ -106,11 +106,8 @@ def batch(poster: int, number: int) -> list[dict]:
 @pytest.fixture
 def server(tmp_path):
     """Its own server: the session's shared one is not killed three times."""
-    live = LiveServer(tmp_path / "fault")
-    live.prepare()
-    live.start()
-    yield live
-    live.stop()
+    with LiveServer(tmp_path / "fault").serving() as live:
+        yield live
 
 
 def wait_until(condition, what: str, limit: float = 120) -> None:

@@ -21,11 +21,8 @@ from tests.support.live import LiveServer
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    live = LiveServer(tmp_path_factory.mktemp("redis-layer"))
-    live.prepare()
-    live.start()
-    yield live
-    live.stop()
+    with LiveServer(tmp_path_factory.mktemp("redis-layer")).serving() as live:
+        yield live
 
 
 def test_viewer_idle_longer_than_the_layers_blocking_receive_still_gets_frames(server):

@@ -118,13 +118,8 @@ def test_two_processes_share_one_port_and_a_dead_one_or_run_worker_is_replaced(c
 
 def test_healthz_is_503_when_redis_is_unreachable(tmp_path):
     closed = f"redis://127.0.0.1:{free_port()}/0"
-    server = LiveServer(tmp_path, extra_env={"REDIS_URL": closed})
-    server.prepare()
-    server.start()
-    try:
+    with LiveServer(tmp_path, extra_env={"REDIS_URL": closed}).serving() as server:
         response = healthz(server.url)
-    finally:
-        server.stop()
     assert response.status_code == 503
     body = response.json()
     assert body["status"] == "unavailable"

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -172,6 +174,16 @@ class LiveServer:
             except httpx.HTTPError:
                 time.sleep(0.1)
         raise RuntimeError(f"daphne did not start: {self.log_tail()}")
+
+    @contextmanager
+    def serving(self) -> Iterator[LiveServer]:
+        """Prepared, started, and stopped at the end: what a fixture's server needs."""
+        self.prepare()
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process and self.process.poll() is None:
