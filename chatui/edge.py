@@ -46,6 +46,7 @@ from twisted.internet.defer import Deferred
 
 from .middleware import CONTENT_SECURITY_POLICY
 from .models import ApiToken, hash_token
+from .token_cache import tokens
 
 logger = logging.getLogger(__name__)
 
@@ -154,13 +155,19 @@ def bearer_credential(authorization: str) -> str | None:
 
 
 def token_for(credential: str) -> ApiToken | None:
-    """The active user's token with this value: one indexed lookup (tokens are stored hashed)."""
+    """The active user's token with this value: one indexed lookup (tokens are stored
+    hashed), or none while it is in the cache of recently valid ones."""
+    key_hash = hash_token(credential)
+    token = tokens.get(key_hash)
+    if token is not None:
+        return token
     token = (
         ApiToken.objects.select_related("user")
-        .filter(key_hash=hash_token(credential), user__is_active=True)
+        .filter(key_hash=key_hash, user__is_active=True)
         .first()
     )
     if token is not None:
+        tokens.put(key_hash, token)
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -184,6 +191,9 @@ def _token_for_on_its_thread(credential: str) -> ApiToken | None:
 
 
 async def token_for_async(credential: str) -> ApiToken | None:
+    cached = tokens.get(hash_token(credential))
+    if cached is not None:  # no hop to the lookup thread and back
+        return cached
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_token_thread, _token_for_on_its_thread, credential)
 
