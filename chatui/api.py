@@ -20,11 +20,12 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from . import approvals, selectors, services
-from .edge import bearer_credential, edge_token, token_for
+from .edge import bearer_credential, edge_token
 from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, decode_json, parse_seq, unstorable
 from .ingest import ingest
 from .models import ApiToken
 from .serializers import conversation_to_dict, event_to_dict, message_to_dict
+from .tokens import token_for
 
 JSON_CONTENT_TYPE = "application/json"
 

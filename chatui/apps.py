@@ -12,6 +12,5 @@ class ChatuiConfig(AppConfig):
     def ready(self) -> None:
         apply_defaults(settings)  # a host project sets only the CHATUI_* it changes
         # Connects the live push to ingest's on-commit signal, and the closing of
-        # sockets whose access was taken away (and the token cache's clearing) to auth's
-        # signals.
-        from . import broadcast, revocation, token_cache  # noqa: F401
+        # sockets whose access was taken away to auth's signals.
+        from . import broadcast, revocation  # noqa: F401

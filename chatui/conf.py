@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "CHATUI_MAX_FORM_BYTES": MAX_FORM_BYTES,
     "CHATUI_MAX_COMPOSER_BYTES": 3 * MAX_EVENT_BYTES + MAX_FORM_BYTES,
     "CHATUI_REQUEST_TIMEOUT": 30.0,
-    # Bearer tokens found valid are trusted this long without a lookup (chatui.token_cache).
+    # Bearer tokens found valid are trusted this long without a lookup (chatui.tokens).
     "CHATUI_TOKEN_CACHE_SECONDS": 5.0,
     # Sockets (chatui.consumers).
     "CHATUI_WS_RECHECK_SECONDS": 60.0,

@@ -26,9 +26,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -36,17 +34,15 @@ from urllib.parse import unquote, urlsplit
 from channels.security.websocket import WebsocketDenier
 from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
-from django.db import connection
 from django.http import HttpRequest
 from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, resolve
-from django.utils import timezone
 from django.utils.http import is_same_domain
 from twisted.internet.defer import Deferred
 
 from .middleware import CONTENT_SECURITY_POLICY
-from .models import ApiToken, hash_token
-from .token_cache import tokens
+from .models import ApiToken
+from .tokens import token_for_async
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +57,6 @@ API_PREFIX = "/api/"
 SCOPE_TOKEN = "chatui.api_token"
 #: Set by `GuardedRequest`: the rules were applied as the request arrived.
 SCOPE_CHECKED = "chatui.edge_checked"
-#: `ApiToken.last_used_at` is written at most this often per token.
-LAST_USED_RESOLUTION = timedelta(minutes=1)
 #: After a refusal, how long a client still sending may go on (its bytes dropped unread)
 #: before the connection is cut: closing on unread data resets the connection, and the
 #: client would lose the answer before reading it.
@@ -152,50 +146,6 @@ def bearer_credential(authorization: str) -> str | None:
     scheme, _, raw = authorization.partition(" ")
     raw = raw.strip()
     return raw if scheme.lower() == "bearer" and raw else None
-
-
-def token_for(credential: str) -> ApiToken | None:
-    """The active user's token with this value: one indexed lookup (tokens are stored
-    hashed), or none while it is in the cache of recently valid ones."""
-    key_hash = hash_token(credential)
-    token = tokens.get(key_hash)
-    if token is not None:
-        return token
-    token = (
-        ApiToken.objects.select_related("user")
-        .filter(key_hash=key_hash, user__is_active=True)
-        .first()
-    )
-    if token is not None:
-        tokens.put(key_hash, token)
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token
-
-
-# Off the event loop, on one thread of its own that keeps its database connection: not
-# queued behind other sync work, and not paying a new connection per request (with
-# CONN_MAX_AGE=0, as on SQLite, a pool thread opened and closed one for every lookup:
-# bench/p2, a third of a single-event request's database time). A lookup is one indexed
-# read, so one thread serves thousands a second.
-_token_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatui-token")
-
-
-def _token_for_on_its_thread(credential: str) -> ApiToken | None:
-    try:
-        return token_for(credential)
-    except Exception:
-        connection.close()  # a broken connection is not kept: the next lookup reconnects
-        raise
-
-
-async def token_for_async(credential: str) -> ApiToken | None:
-    cached = tokens.get(hash_token(credential))
-    if cached is not None:  # no hop to the lookup thread and back
-        return cached
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_token_thread, _token_for_on_its_thread, credential)
 
 
 def edge_token(request: HttpRequest) -> ApiToken | None:

@@ -24,7 +24,8 @@ from django.utils import timezone
 from . import search
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
-from .projection import ChangeSet, Projector
+from .prepared import Prepared
+from .projection import ChangeSet, Lookup, Projector
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,21 @@ def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent])
     raise AssertionError("unreachable")
 
 
+# The statements every ingest runs, compiled once (chatui.prepared).
+LOCK_CONVERSATION: Prepared[Conversation] = Prepared(
+    lambda pk: Conversation.objects.select_for_update().filter(pk=pk),
+    pk=Conversation._meta.pk,
+)
+#: event_id -> body hash of the conversation's events with these ids. No ordering:
+#: Event's default one joins the conversation table to sort by it.
+EVENT_HASHES = Lookup(
+    lambda pk: (
+        Event.objects.filter(conversation_id=pk).order_by().values_list("event_id", "body_hash")
+    ),
+    "event_id",
+)
+
+
 def _turn() -> AbstractContextManager:
     """On SQLite, writers of one process take turns here, in arrival order, rather
     than in SQLite's busy handler, which is unfair (bench/p2: p99 3–4 s → ~0.6 s).
@@ -101,7 +117,9 @@ def _is_retryable(error: OperationalError) -> bool:
 def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
     received_at = timezone.now()
     with transaction.atomic():
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        locked = LOCK_CONVERSATION.one(pk=conversation.pk)
+        if locked is None:
+            raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
         # The title is indexed at the first event (it may predate it) and when it changes.
         indexed_title = locked.title if locked.last_seq else None
         fresh, duplicates = _drop_duplicates(locked, events)
@@ -139,10 +157,8 @@ def _drop_duplicates(
 ) -> tuple[list[NormalisedEvent], int]:
     """REL1: the same event_id and body again is a no-op; another body is a 409."""
     events = list(events)
-    ids = [event.event_id for event in events if event.event_id]
-    # No ordering: Event's default one joins the conversation table to sort by it.
-    prior_events = Event.objects.filter(conversation=conversation, event_id__in=ids).order_by()
-    known = dict(prior_events.values_list("event_id", "body_hash")) if ids else {}
+    ids = {event.event_id for event in events if event.event_id}
+    known = dict(EVENT_HASHES.matching(conversation.pk, ids))
     fresh, duplicates = [], 0
     for event in events:
         if event.event_id:

@@ -40,9 +40,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import selectors
-from .edge import bearer_credential, header, origin_allowed, token_for_async
+from .edge import bearer_credential, header, origin_allowed
 from .events import EventError, NormalisedEvent, decode_json, parse_events
 from .ingest import IngestResult, ingest_normalised
+from .tokens import token_for_async
 from .writer import on_writer
 
 logger = logging.getLogger(__name__)

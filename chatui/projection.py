@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Min, Value
+from django.db.models import F, Min, QuerySet, Value
 from django.db.models.functions import Concat, Substr
 
 from . import search
@@ -42,6 +42,7 @@ from .models import (
     ToolStatus,
     position_for,
 )
+from .prepared import Prepared
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
@@ -121,6 +122,63 @@ class KnownRuns:
 known_runs = KnownRuns()
 
 
+class Lookup:
+    """A conversation's rows whose `field` is among some values: the ORM query in
+    chunks, or — for one value, a single-event request's usual case — the same query
+    compiled once (chatui.prepared)."""
+
+    def __init__(self, rows: Callable[[Any], QuerySet], field: str):
+        self.rows = rows  # conversation pk -> the query before the field's filter
+        self.field = field
+        model_field = rows(None).model._meta.get_field(field)
+        self.one = Prepared(
+            lambda conversation, value: rows(conversation).filter(**{field: value}),
+            conversation=Conversation._meta.pk,
+            value=model_field,
+        )
+
+    def matching(self, conversation_pk: Any, values: set[str]) -> Iterable:
+        if not values:
+            return ()
+        if len(values) == 1:
+            return self.one.all(conversation=conversation_pk, value=next(iter(values)))
+        return _chunked_in(self.rows(conversation_pk), self.field, values)
+
+
+def _messages(conversation_pk: Any) -> QuerySet[Message]:
+    return Message.objects.filter(conversation_id=conversation_pk).order_by("-position")
+
+
+def _streaming_messages(conversation_pk: Any) -> QuerySet[Message]:
+    return (
+        _messages(conversation_pk)
+        .defer("content")
+        .annotate(content_head=Substr("content", 1, STREAM_HEAD_CHARS))
+    )
+
+
+#: What `Projector.prefetch` looks up. Messages by id: whole, or, for a call of deltas
+#: only, without their text (its head instead: `_shows_streaming`).
+MESSAGES_BY_ID = {
+    False: Lookup(_messages, "message_id"),
+    True: Lookup(_streaming_messages, "message_id"),
+}
+TOOLS_BY_CALL_ID = Lookup(lambda pk: _messages(pk).filter(role=Role.TOOL), "tool_call_id")
+RUNS_BY_ID = Lookup(
+    lambda pk: Run.objects.filter(conversation_id=pk).values_list("run_id", flat=True), "run_id"
+)
+#: Tool call id -> the seq of its first logged progress.
+EARLY_PROGRESS = Lookup(
+    lambda pk: (
+        Event.objects.filter(conversation_id=pk, type="agent.tool.progress")
+        .order_by()
+        .values_list("tool_call_id")
+        .annotate(first=Min("seq"))
+    ),
+    "tool_call_id",
+)
+
+
 class Projector:
     """Applies events to one conversation's messages. One instance per ingest call.
 
@@ -168,32 +226,21 @@ class Projector:
                 run_ids.add(event.run_id)
         self._messages.update(dict.fromkeys(message_ids))
         self._tools.update(dict.fromkeys(call_ids))
+        pk = self.conversation.pk
         if not self._empty:
-            mine = Message.objects.filter(conversation=self.conversation).order_by("-position")
-            by_id = mine
-            if events and all(event.type == "agent.message.delta" for event in events):
-                # Deltas append in SQL: a long answer is not read back at every token.
-                by_id = mine.defer("content").annotate(
-                    content_head=Substr("content", 1, STREAM_HEAD_CHARS)
-                )
-            for message in _chunked_in(by_id, "message_id", message_ids):
+            # Deltas append in SQL: a long answer is not read back at every token.
+            streaming = bool(events) and all(e.type == "agent.message.delta" for e in events)
+            by_id = MESSAGES_BY_ID[streaming]
+            for message in by_id.matching(pk, message_ids):
                 self._messages[message.message_id] = message
-            for message in _chunked_in(mine.filter(role=Role.TOOL), "tool_call_id", call_ids):
+            for message in TOOLS_BY_CALL_ID.matching(pk, call_ids):
                 self._tools[message.tool_call_id] = message  # the earliest one wins
-            self._runs.update(known_runs.among(self.conversation.pk, run_ids))
-            runs = Run.objects.filter(conversation=self.conversation).values_list(
-                "run_id", flat=True
-            )
-            self._runs.update(_chunked_in(runs, "run_id", run_ids - self._runs))
+            self._runs.update(known_runs.among(pk, run_ids))
+            self._runs.update(RUNS_BY_ID.matching(pk, run_ids - self._runs))
         # Only a tool's `started` looks for progress logged before it (and only a tool that
         # had none before can have some): no query for a batch that starts no tool.
         started = {event.tool_call_id for event in events if event.type == "agent.tool.started"}
-        logged = Event.objects.filter(conversation=self.conversation, type="agent.tool.progress")
-        logged = logged.order_by().values("tool_call_id").annotate(first=Min("seq"))
-        self._early_progress = {
-            row["tool_call_id"]: row["first"]
-            for row in _chunked_in(logged, "tool_call_id", started)
-        }
+        self._early_progress = dict(EARLY_PROGRESS.matching(pk, started))
 
     # -- entry point ------------------------------------------------------
 

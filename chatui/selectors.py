@@ -10,6 +10,7 @@ from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Su
 from django.db.models.functions import Coalesce, Substr
 
 from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
+from .prepared import Prepared
 from .presenters import BATCH_WINDOW, PENDING, BatchHead, MessageWindow, is_assistant_shown
 
 VIEW_ANY = "chatui.view_conversation"
@@ -25,9 +26,15 @@ def conversations_for(user: AbstractBaseUser) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=user).order_by("-updated_at")
 
 
+#: Read for every event a runtime posts: compiled once (chatui.prepared).
+_CONVERSATION: Prepared[Conversation] = Prepared(
+    lambda pk: Conversation.objects.filter(pk=pk), pk=Conversation._meta.pk
+)
+
+
 def conversation_for_writer(user: AbstractBaseUser, conversation_id) -> Conversation | None:
     """The conversation if `user` may post to it: its owner, or `chatui.ingest_any`."""
-    conversation = Conversation.objects.filter(pk=conversation_id).select_related("owner").first()
+    conversation = _CONVERSATION.one(pk=conversation_id)
     if conversation is None:
         return None
     if conversation.owner_id == user.pk or user.has_perm("chatui.ingest_any"):

@@ -198,7 +198,7 @@ else:
 # WebSockets (SEC4). An open socket re-checks its session and permission this often, as
 # a backstop for changes that send no signal (chatui.revocation handles those that do).
 CHATUI_WS_RECHECK_SECONDS = float(app_setting("CHATUI_WS_RECHECK_SECONDS"))
-# Bearer tokens found valid are trusted this long without a lookup (chatui.token_cache);
+# Bearer tokens found valid are trusted this long without a lookup (chatui.tokens);
 # a change made elsewhere that takes access away is seen within it. 0: look up every time.
 CHATUI_TOKEN_CACHE_SECONDS = app_setting("CHATUI_TOKEN_CACHE_SECONDS", float)
 # Sockets one user may hold open in one server process; more are closed with 4429.

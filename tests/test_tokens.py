@@ -1,5 +1,5 @@
 """Bearer tokens found valid are trusted for a few seconds without a lookup
-(chatui.token_cache, SPEC §8 P2), and taking access away still ends it (SEC5)."""
+(chatui.tokens, SPEC §8 P2), and taking access away still ends it (SEC5)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from chatui.models import ApiToken, Conversation
-from chatui.token_cache import tokens
+from chatui.tokens import tokens
 from tests.conftest import ApiClient
 
 EVENT = {"type": "user.message", "content": "hi"}

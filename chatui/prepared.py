@@ -1,0 +1,181 @@
+"""Hot queries compiled once, then run with new values (SPEC §8 P2).
+
+Django builds and compiles a QuerySet's SQL every time one runs: filter
+resolution, joins, the SELECT list, converters — 0.2–0.5 ms of Python for a
+one-row indexed read that SQLite answers in 0.02 ms (bench/README.md:
+`profile_ingest.py`). The ingest path runs the same few query shapes for every
+event with only the values changed, so `Prepared` compiles each shape once per
+database connection and keeps its SQL, its parameter slots and how to turn rows
+into objects.
+
+A shape is written as an ordinary QuerySet built from named values, with the
+model field each value is compared against (that field converts it for the
+database, as the ORM would):
+
+    LOCK = Prepared(
+        lambda pk: Conversation.objects.select_for_update().filter(pk=pk),
+        pk=Conversation._meta.pk,
+    )
+    locked = LOCK.one(pk=conversation.pk)
+
+The QuerySet is built once with a sample value per name, unique enough to be
+found in the compiled parameters; every value must appear as a parameter of its
+own (a scalar comparison, not an `__in` list whose length varies). Rows come back
+as the QuerySet would give them: model instances (with `select_related` objects
+and annotations), or tuples / single values for `values_list`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.db import connections, models
+from django.db.models.query import (
+    FlatValuesListIterable,
+    ModelIterable,
+    ValuesListIterable,
+    get_related_populators,
+)
+
+T = TypeVar("T")
+
+_samples = itertools.count(1)
+
+
+def _sample(field: models.Field) -> Any:
+    """A value of `field`'s type that no real query passes."""
+    n = next(_samples)
+    if isinstance(field, models.UUIDField):
+        return uuid.uuid4()
+    if isinstance(field, models.IntegerField):
+        return -(10**15) - n
+    if isinstance(field, models.CharField | models.TextField):
+        return f"\x01chatui-prepared-{n}-{uuid.uuid4().hex}\x01"
+    raise TypeError(f"no sample value for a {type(field).__name__}")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple[Any, ...]
+    slots: tuple[tuple[int, str, models.Field], ...]  # parameter index, value name, field
+    converters: dict[int, tuple[list[Callable], Any]]
+    width: int  # the columns the ORM reads of each row
+    shape: str  # "models", "tuples" or "flat"
+    model: type[models.Model] | None = None
+    init_list: tuple[str, ...] = ()
+    model_span: tuple[int, int] = (0, 0)
+    related: tuple[Any, ...] = ()
+    annotations: tuple[tuple[str, int], ...] = ()
+
+
+class Prepared(Generic[T]):
+    """One query shape: compiled on first use per database, then only executed."""
+
+    def __init__(self, build: Callable[..., Any], **fields: models.Field):
+        self.build = build
+        self.fields = fields
+        self._compiled: dict[str, _Compiled] = {}
+        self._lock = threading.Lock()
+
+    # -- running ----------------------------------------------------------------
+
+    def all(self, using: str = "default", **values: Any) -> list[T]:
+        compiled = self._compile(using)
+        connection = connections[using]
+        params = list(compiled.params)
+        for index, name, field in compiled.slots:
+            params[index] = field.get_db_prep_value(values[name], connection, prepared=False)
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            rows = cursor.fetchall()
+        return [self._result(compiled, row, using) for row in rows]
+
+    def one(self, using: str = "default", **values: Any) -> T | None:
+        """The first row, or None (the shape should select one row: a key, or LIMIT 1)."""
+        found = self.all(using, **values)
+        return found[0] if found else None
+
+    def _result(self, compiled: _Compiled, row: tuple, using: str) -> Any:
+        row = _converted(compiled, row[: compiled.width], connections[using])
+        if compiled.shape == "flat":
+            return row[0]
+        if compiled.shape == "tuples":
+            return tuple(row)
+        start, end = compiled.model_span
+        obj = compiled.model.from_db(using, compiled.init_list, row[start:end])
+        for populator in compiled.related:
+            populator.populate(row, obj)
+        for name, position in compiled.annotations:
+            setattr(obj, name, row[position])
+        return obj
+
+    # -- compiling --------------------------------------------------------------
+
+    def _compile(self, using: str) -> _Compiled:
+        compiled = self._compiled.get(using)
+        if compiled is None:
+            with self._lock:
+                compiled = self._compiled.get(using) or self._compile_now(using)
+                self._compiled[using] = compiled
+        return compiled
+
+    def _compile_now(self, using: str) -> _Compiled:
+        connection = connections[using]
+        samples = {name: _sample(field) for name, field in self.fields.items()}
+        queryset = self.build(**samples)
+        compiler = queryset.query.get_compiler(connection=connection)
+        sql, params = compiler.as_sql()
+        slots = tuple(
+            (index, name, field)
+            for name, field in self.fields.items()
+            for index in _positions(params, field.get_db_prep_value(samples[name], connection))
+        )
+        if {name for _, name, _ in slots} != set(self.fields):
+            missing = set(self.fields) - {name for _, name, _ in slots}
+            raise ValueError(f"values {sorted(missing)} are not single parameters of {sql}")
+        expressions = [column for column, _, _ in compiler.select]
+        common = {
+            "sql": sql,
+            "params": tuple(params),
+            "slots": slots,
+            "converters": compiler.get_converters(expressions),
+            "width": compiler.col_count,
+        }
+        iterable = queryset._iterable_class
+        if iterable is FlatValuesListIterable:
+            return _Compiled(**common, shape="flat")
+        if iterable is ValuesListIterable:
+            return _Compiled(**common, shape="tuples")
+        if iterable is not ModelIterable:
+            raise TypeError(f"{iterable.__name__} querysets cannot be prepared")
+        klass_info = compiler.klass_info
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        return _Compiled(
+            **common,
+            shape="models",
+            model=klass_info["model"],
+            init_list=tuple(column.target.attname for column, _, _ in compiler.select[start:end]),
+            model_span=(start, end),
+            related=tuple(get_related_populators(klass_info, compiler.select, using)),
+            annotations=tuple(compiler.annotation_col_map.items()),
+        )
+
+
+def _positions(params: tuple | list, value: Any) -> list[int]:
+    return [index for index, param in enumerate(params) if param == value]
+
+
+def _converted(compiled: _Compiled, row: tuple, connection) -> list[Any]:
+    values = list(row)
+    for position, (functions, expression) in compiled.converters.items():
+        value = values[position]
+        for convert in functions:
+            value = convert(value, expression, connection)
+        values[position] = value
+    return values

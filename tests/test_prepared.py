@@ -1,0 +1,117 @@
+"""Hot queries compiled once (chatui.prepared, SPEC §8 P2): the same rows, as the
+same objects, as the ORM gives — without compiling the query again."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.models.functions import Substr
+from django.db.models.sql.compiler import SQLCompiler
+from django.test.utils import CaptureQueriesContext
+
+from chatui.models import Conversation, Message
+from chatui.prepared import Prepared
+
+MESSAGES = Prepared(
+    lambda conversation, role: Message.objects.filter(
+        conversation_id=conversation, role=role
+    ).order_by("position"),
+    conversation=Conversation._meta.pk,
+    role=Message._meta.get_field("role"),
+)
+
+
+@pytest.fixture
+def talk(feed, conversation):
+    feed(
+        {"type": "user.message", "content": "one"},
+        {"type": "agent.message.delta", "message_id": "a1", "delta": "Hel"},
+        {"type": "agent.message.delta", "message_id": "a1", "delta": "lo"},
+        {"type": "user.message", "content": "two"},
+    )
+    return conversation
+
+
+def fields_of(message: Message) -> dict:
+    return {f.attname: getattr(message, f.attname) for f in Message._meta.concrete_fields}
+
+
+def test_p2_prepared_rows_equal_the_orms(talk):
+    orm = list(Message.objects.filter(conversation=talk, role="user").order_by("position"))
+    prepared = MESSAGES.all(conversation=talk.pk, role="user")
+    assert [fields_of(m) for m in prepared] == [fields_of(m) for m in orm]
+    assert len(prepared) == 2
+    assert all(m._state.adding is False and m._state.db == "default" for m in prepared)
+
+
+def test_p2_new_values_run_without_compiling_the_query_again(talk, other_user, monkeypatch):
+    MESSAGES.all(conversation=talk.pk, role="user")  # compiled here, if not before
+    compiled = []
+    as_sql = SQLCompiler.as_sql
+    monkeypatch.setattr(
+        SQLCompiler, "as_sql", lambda self, *a, **k: compiled.append(1) or as_sql(self, *a, **k)
+    )
+    theirs = Conversation.objects.create(owner=other_user)
+    with CaptureQueriesContext(connection) as queries:
+        mine = MESSAGES.all(conversation=talk.pk, role="user")
+        none = MESSAGES.all(conversation=theirs.pk, role="user")
+        assistant = MESSAGES.all(conversation=str(talk.pk), role="assistant")  # a str id too
+    assert [len(mine), len(none), len(assistant)] == [2, 0, 1]
+    assert len(queries) == 3 and compiled == []
+    assert list(MESSAGES._compiled) == ["default"]
+
+
+def test_p2_annotations_and_deferred_fields_come_back_as_the_orm_gives_them(talk):
+    heads = Prepared(
+        lambda message_id: (
+            Message.objects.filter(message_id=message_id)
+            .defer("content")
+            .annotate(head=Substr("content", 1, 3))
+        ),
+        message_id=Message._meta.get_field("message_id"),
+    )
+    message = heads.one(message_id="a1")
+    assert message.head == "Hel"
+    assert "content" in message.get_deferred_fields()
+    assert message.content == "Hello"  # loaded on access, as a deferred field is
+
+
+def test_p2_values_lists_and_select_related_are_prepared_too(talk, user):
+    pairs = Prepared(
+        lambda pk: (
+            Message.objects.filter(conversation_id=pk)
+            .order_by("position")
+            .values_list("role", "content")
+        ),
+        pk=Conversation._meta.pk,
+    )
+    flat = Prepared(
+        lambda pk: Message.objects.filter(conversation_id=pk).values_list("role", flat=True),
+        pk=Conversation._meta.pk,
+    )
+    owned = Prepared(
+        lambda pk: Conversation.objects.filter(pk=pk).select_related("owner"),
+        pk=Conversation._meta.pk,
+    )
+    assert pairs.all(pk=talk.pk) == [("user", "one"), ("assistant", "Hello"), ("user", "two")]
+    assert sorted(flat.all(pk=talk.pk)) == ["assistant", "user", "user"]
+    with CaptureQueriesContext(connection) as queries:
+        conversation = owned.one(pk=talk.pk)
+        assert conversation.owner.username == user.username
+    assert len(queries) == 1
+
+
+def test_p2_a_missing_row_is_none(db):
+    missing = "7d1f1f9e-0000-4000-8000-000000000000"
+    lookup = Prepared(lambda pk: Conversation.objects.filter(pk=pk), pk=Conversation._meta.pk)
+    assert lookup.one(pk=missing) is None
+
+
+def test_a_value_that_is_not_one_parameter_is_refused_by_name(db):
+    """`icontains` wraps the value (%…%): it cannot be swapped in the parameters."""
+    search = Prepared(
+        lambda text: Conversation.objects.filter(title__icontains=text),
+        text=Conversation._meta.get_field("title"),
+    )
+    with pytest.raises(ValueError, match="'text'"):
+        search.all(text="x")
