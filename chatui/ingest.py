@@ -24,7 +24,7 @@ from django.utils import timezone
 from . import search
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
-from .prepared import Prepared
+from .prepared import Prepared, PreparedInsert
 from .projection import ChangeSet, Lookup, Projector
 
 logger = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent])
 
 
 # The statements every ingest runs, compiled once (chatui.prepared).
+EVENT_INSERT = PreparedInsert(Event)
 LOCK_CONVERSATION: Prepared[Conversation] = Prepared(
     lambda pk: Conversation.objects.select_for_update().filter(pk=pk),
     pk=Conversation._meta.pk,
@@ -133,7 +134,7 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
             )
             for offset, event in enumerate(fresh, start=1)
         ]
-        Event.objects.bulk_create(rows)
+        EVENT_INSERT.run(rows)
         projector = Projector(locked)
         projector.apply_all(rows)
         if rows:

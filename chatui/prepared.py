@@ -23,6 +23,9 @@ found in the compiled parameters; every value must appear as a parameter of its
 own (a scalar comparison, not an `__in` list whose length varies). Rows come back
 as the QuerySet would give them: model instances (with `select_related` objects
 and annotations), or tuples / single values for `values_list`.
+
+`PreparedInsert` does the same for `bulk_create` of rows whose primary keys are
+not read back.
 """
 
 from __future__ import annotations
@@ -179,3 +182,40 @@ def _converted(compiled: _Compiled, row: tuple, connection) -> list[Any]:
             value = convert(value, expression, connection)
         values[position] = value
     return values
+
+
+class PreparedInsert:
+    """`bulk_create` for rows nobody reads the primary key of (the event log's), as
+    one INSERT written once: each value converted by its field, as the ORM does."""
+
+    def __init__(self, model: type[models.Model]):
+        self.model = model
+        self.fields = [
+            field
+            for field in model._meta.concrete_fields
+            if not (field.primary_key and isinstance(field, models.AutoField | models.BigAutoField))
+        ]
+        self._sql: dict[str, str] = {}
+
+    def run(self, objs: list[models.Model], using: str = "default") -> None:
+        if not objs:
+            return
+        connection = connections[using]
+        sql = self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
+        rows = [
+            [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in self.fields]
+            for obj in objs
+        ]
+        with connection.cursor() as cursor:
+            if len(rows) == 1:
+                cursor.execute(sql, rows[0])
+            else:
+                cursor.executemany(sql, rows)
+        for obj in objs:
+            obj._state.adding, obj._state.db = False, using
+
+    def _write_sql(self, connection) -> str:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(field.column) for field in self.fields)
+        values = ", ".join(["%s"] * len(self.fields))
+        return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({values})"

@@ -9,8 +9,8 @@ from django.db.models.functions import Substr
 from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
-from chatui.models import Conversation, Message
-from chatui.prepared import Prepared
+from chatui.models import Conversation, Event, Message
+from chatui.prepared import Prepared, PreparedInsert
 
 MESSAGES = Prepared(
     lambda conversation, role: Message.objects.filter(
@@ -115,3 +115,37 @@ def test_a_value_that_is_not_one_parameter_is_refused_by_name(db):
     )
     with pytest.raises(ValueError, match="'text'"):
         search.all(text="x")
+
+
+def test_p2_a_prepared_insert_stores_what_bulk_create_stores(conversation):
+    """The event log's INSERT, written once: the same columns, converted the same way
+    (JSON with its key order and non-ASCII text, aware timestamps, NULLs)."""
+    when = conversation.created_at
+    payload = {"z": 1, "a": ["é", {"n": None}], "content": "ünïcode 🚀"}
+
+    def event(seq: int) -> Event:
+        return Event(
+            conversation=conversation,
+            seq=seq,
+            event_id=None,
+            body_hash="h" * 64,
+            type="user.message",
+            payload=payload,
+            timestamp=when,
+            received_at=when,
+        )
+
+    Event.objects.bulk_create([event(1)])
+    PreparedInsert(Event).run([event(2), event(3)])
+    stored = {e.seq: e for e in Event.objects.filter(conversation=conversation)}
+    skip = {"id", "seq"}
+
+    def as_dict(e):
+        return {
+            f.attname: getattr(e, f.attname)
+            for f in Event._meta.concrete_fields
+            if f.attname not in skip
+        }
+
+    assert as_dict(stored[2]) == as_dict(stored[1]) == as_dict(stored[3])
+    assert list(stored[2].payload) == ["z", "a", "content"]
