@@ -24,8 +24,8 @@ own (a scalar comparison, not an `__in` list whose length varies). Rows come bac
 as the QuerySet would give them: model instances (with `select_related` objects
 and annotations), or tuples / single values for `values_list`.
 
-`PreparedInsert` does the same for `bulk_create` of rows whose primary keys are
-not read back.
+`PreparedUpdate` does the same for an UPDATE, `PreparedInsert` for `bulk_create`
+of rows whose primary keys are not read back.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from django.db.models.query import (
     ValuesListIterable,
     get_related_populators,
 )
+from django.db.models.sql import UpdateQuery
 
 T = TypeVar("T")
 
@@ -91,11 +92,10 @@ class Prepared(Generic[T]):
     def all(self, using: str = "default", **values: Any) -> list[T]:
         compiled = self._compile(using)
         connection = connections[using]
-        params = list(compiled.params)
-        for index, name, field in compiled.slots:
-            params[index] = field.get_db_prep_value(values[name], connection, prepared=False)
         with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, params)
+            cursor.execute(
+                compiled.sql, _filled(compiled.params, compiled.slots, values, connection)
+            )
             rows = cursor.fetchall()
         return [self._result(compiled, row, using) for row in rows]
 
@@ -134,14 +134,7 @@ class Prepared(Generic[T]):
         queryset = self.build(**samples)
         compiler = queryset.query.get_compiler(connection=connection)
         sql, params = compiler.as_sql()
-        slots = tuple(
-            (index, name, field)
-            for name, field in self.fields.items()
-            for index in _positions(params, field.get_db_prep_value(samples[name], connection))
-        )
-        if {name for _, name, _ in slots} != set(self.fields):
-            missing = set(self.fields) - {name for _, name, _ in slots}
-            raise ValueError(f"values {sorted(missing)} are not single parameters of {sql}")
+        slots = _slots(sql, params, self.fields, samples, connection)
         expressions = [column for column, _, _ in compiler.select]
         common = {
             "sql": sql,
@@ -170,8 +163,27 @@ class Prepared(Generic[T]):
         )
 
 
-def _positions(params: tuple | list, value: Any) -> list[int]:
-    return [index for index, param in enumerate(params) if param == value]
+def _slots(
+    sql: str, params: tuple | list, fields: dict[str, models.Field], samples: dict, connection
+) -> tuple[tuple[int, str, models.Field], ...]:
+    """Where each named value's sample went among the compiled parameters."""
+    slots = tuple(
+        (index, name, field)
+        for name, field in fields.items()
+        for index, param in enumerate(params)
+        if param == field.get_db_prep_value(samples[name], connection)
+    )
+    missing = set(fields) - {name for _, name, _ in slots}
+    if missing:
+        raise ValueError(f"values {sorted(missing)} are not single parameters of {sql}")
+    return slots
+
+
+def _filled(params: tuple, slots, values: dict[str, Any], connection) -> list[Any]:
+    filled = list(params)
+    for index, name, field in slots:
+        filled[index] = field.get_db_prep_value(values[name], connection, prepared=False)
+    return filled
 
 
 def _converted(compiled: _Compiled, row: tuple, connection) -> list[Any]:
@@ -182,6 +194,39 @@ def _converted(compiled: _Compiled, row: tuple, connection) -> list[Any]:
             value = convert(value, expression, connection)
         values[position] = value
     return values
+
+
+class PreparedUpdate:
+    """An UPDATE compiled once: the rows `build(**values)` selects get what
+    `changes(**values)` gives — values, or expressions such as `F("content") || text`."""
+
+    def __init__(
+        self,
+        build: Callable[..., Any],
+        changes: Callable[..., dict[str, Any]],
+        **fields: models.Field,
+    ):
+        self.build, self.changes, self.fields = build, changes, fields
+        self._compiled: dict[str, tuple[str, tuple, tuple]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, using: str = "default", **values: Any) -> int:
+        """Update; the number of rows changed."""
+        connection = connections[using]
+        with self._lock:
+            if using not in self._compiled:
+                self._compiled[using] = self._compile_now(connection)
+        sql, params, slots = self._compiled[using]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _filled(params, slots, values, connection))
+            return cursor.rowcount
+
+    def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
+        samples = {name: _sample(field) for name, field in self.fields.items()}
+        query = self.build(**samples).query.chain(UpdateQuery)
+        query.add_update_values(self.changes(**samples))
+        sql, params = query.get_compiler(connection=connection).as_sql()
+        return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
 
 
 class PreparedInsert:

@@ -42,7 +42,7 @@ from .models import (
     ToolStatus,
     position_for,
 )
-from .prepared import Prepared
+from .prepared import Prepared, PreparedUpdate
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
@@ -166,6 +166,14 @@ MESSAGES_BY_ID = {
 TOOLS_BY_CALL_ID = Lookup(lambda pk: _messages(pk).filter(role=Role.TOOL), "tool_call_id")
 RUNS_BY_ID = Lookup(
     lambda pk: Run.objects.filter(conversation_id=pk).values_list("run_id", flat=True), "run_id"
+)
+#: Streamed text appended in SQL: the message is not read back (SPEC §8 P5).
+APPEND_TEXT = PreparedUpdate(
+    lambda pk, text, seq: Message.objects.filter(pk=pk),
+    lambda pk, text, seq: {"content": Concat(F("content"), Value(text)), "updated_seq": seq},
+    pk=Message._meta.pk,
+    text=Message._meta.get_field("content"),
+    seq=Message._meta.get_field("updated_seq"),
 )
 #: Tool call id -> the seq of its first logged progress.
 EARLY_PROGRESS = Lookup(
@@ -882,9 +890,8 @@ class Projector:
     def _flush_appends(self) -> None:
         """One `UPDATE … SET content = content || ?` per streaming message."""
         for pk, (message, pieces) in self._appends.items():
-            Message.objects.filter(pk=pk).update(
-                content=Concat(F("content"), Value("".join(text for _seq, text in pieces))),
-                updated_seq=message.updated_seq,
+            APPEND_TEXT.run(
+                pk=pk, text="".join(text for _seq, text in pieces), seq=message.updated_seq
             )
             # Changed otherwise earlier in this call: viewers get it whole.
             whole = pk in self.changes.changed and pk not in self.changes.appended

@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from chatui.models import Conversation, Event, Message
 from chatui.prepared import Prepared, PreparedInsert
+from chatui.projection import APPEND_TEXT
 
 MESSAGES = Prepared(
     lambda conversation, role: Message.objects.filter(
@@ -149,3 +150,15 @@ def test_p2_a_prepared_insert_stores_what_bulk_create_stores(conversation):
 
     assert as_dict(stored[2]) == as_dict(stored[1]) == as_dict(stored[3])
     assert list(stored[2].payload) == ["z", "a", "content"]
+
+
+def test_p5_a_prepared_update_appends_text_in_sql(talk):
+    """The streaming append: `content || text` and the seq, without reading the row."""
+    message = Message.objects.get(message_id="a1")
+    with CaptureQueriesContext(connection) as queries:
+        changed = APPEND_TEXT.run(pk=message.pk, text=", wörld 🚀", seq=99)
+        missing = APPEND_TEXT.run(pk=message.pk + 1000, text="x", seq=1)
+    assert (changed, missing) == (1, 0)
+    assert len(queries) == 2 and all(q["sql"].startswith("UPDATE") for q in queries)
+    message.refresh_from_db()
+    assert (message.content, message.updated_seq) == ("Hello, wörld 🚀", 99)
