@@ -24,7 +24,7 @@ from django.utils import timezone
 from . import search
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
-from .prepared import Prepared, PreparedInsert
+from .prepared import Prepared, PreparedInsert, PreparedSave
 from .projection import ChangeSet, Lookup, Projector
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent])
 
 # The statements every ingest runs, compiled once (chatui.prepared).
 EVENT_INSERT = PreparedInsert(Event)
+SAVE_CONVERSATION = PreparedSave(Conversation, ["last_seq", "status", "title", "updated_at"])
 LOCK_CONVERSATION: Prepared[Conversation] = Prepared(
     lambda pk: Conversation.objects.select_for_update().filter(pk=pk),
     pk=Conversation._meta.pk,
@@ -139,7 +140,7 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
         projector.apply_all(rows)
         if rows:
             locked.last_seq = rows[-1].seq
-            locked.save(update_fields=["last_seq", "status", "title", "updated_at"])
+            SAVE_CONVERSATION.run(locked)
             if locked.title != indexed_title:
                 search.index_title(locked)
             _announce_on_commit(locked, rows[0].seq, projector.changes)

@@ -24,8 +24,9 @@ own (a scalar comparison, not an `__in` list whose length varies). Rows come bac
 as the QuerySet would give them: model instances (with `select_related` objects
 and annotations), or tuples / single values for `values_list`.
 
-`PreparedUpdate` does the same for an UPDATE, `PreparedInsert` for `bulk_create`
-of rows whose primary keys are not read back.
+`PreparedUpdate` does the same for an UPDATE, `PreparedSave` for `save(update_fields=…)`
+of one row, `PreparedInsert` for `bulk_create` of rows whose primary keys are not
+read back.
 """
 
 from __future__ import annotations
@@ -227,6 +228,35 @@ class PreparedUpdate:
         query.add_update_values(self.changes(**samples))
         sql, params = query.get_compiler(connection=connection).as_sql()
         return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
+
+
+class PreparedSave:
+    """`obj.save(update_fields=fields)` of a row that exists, as one UPDATE written once:
+    each value through its field's `pre_save` (`auto_now`) and `get_db_prep_save`, as
+    `save()` does. No model signals: nothing in chatui listens to these models' saves."""
+
+    def __init__(self, model: type[models.Model], fields: list[str]):
+        self.model = model
+        self.fields = [model._meta.get_field(name) for name in fields]
+        self._sql: dict[str, str] = {}
+
+    def run(self, obj: models.Model, using: str = "default") -> int:
+        """Save; the number of rows changed (0: the row is gone)."""
+        connection = connections[using]
+        sql = self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
+        params = [
+            field.get_db_prep_save(field.pre_save(obj, False), connection) for field in self.fields
+        ]
+        params.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+    def _write_sql(self, connection) -> str:
+        quote = connection.ops.quote_name
+        assignments = ", ".join(f"{quote(field.column)} = %s" for field in self.fields)
+        table, pk = quote(self.model._meta.db_table), quote(self.model._meta.pk.column)
+        return f"UPDATE {table} SET {assignments} WHERE {pk} = %s"
 
 
 class PreparedInsert:

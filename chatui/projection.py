@@ -42,7 +42,7 @@ from .models import (
     ToolStatus,
     position_for,
 )
-from .prepared import Prepared, PreparedUpdate
+from .prepared import Prepared, PreparedSave, PreparedUpdate
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
@@ -167,6 +167,7 @@ TOOLS_BY_CALL_ID = Lookup(lambda pk: _messages(pk).filter(role=Role.TOOL), "tool
 RUNS_BY_ID = Lookup(
     lambda pk: Run.objects.filter(conversation_id=pk).values_list("run_id", flat=True), "run_id"
 )
+SAVE_CHANGED = PreparedSave(Message, MUTABLE_FIELDS)
 #: Streamed text appended in SQL: the message is not read back (SPEC §8 P5).
 APPEND_TEXT = PreparedUpdate(
     lambda pk, text, seq: Message.objects.filter(pk=pk),
@@ -1012,10 +1013,9 @@ def _shows_streaming(message: Message) -> bool:
 
 def _write_changed(messages: list[Message]) -> None:
     if len(messages) == 1:
-        # One row (the usual single-event request): a plain UPDATE compiles in a
-        # fraction of the time of bulk_update's CASE WHEN per column.
-        values = {name: getattr(messages[0], name) for name in MUTABLE_FIELDS}
-        Message.objects.filter(pk=messages[0].pk).update(**values)
+        # One row (the usual single-event request): a plain UPDATE, written once, not
+        # bulk_update's CASE WHEN per column compiled per call.
+        SAVE_CHANGED.run(messages[0])
     else:
         Message.objects.bulk_update(messages, MUTABLE_FIELDS)
 

@@ -9,6 +9,7 @@ from django.db.models.functions import Substr
 from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
+from chatui.ingest import SAVE_CONVERSATION
 from chatui.models import Conversation, Event, Message
 from chatui.prepared import Prepared, PreparedInsert
 from chatui.projection import APPEND_TEXT
@@ -162,3 +163,16 @@ def test_p5_a_prepared_update_appends_text_in_sql(talk):
     assert len(queries) == 2 and all(q["sql"].startswith("UPDATE") for q in queries)
     message.refresh_from_db()
     assert (message.content, message.updated_seq) == ("Hello, wörld 🚀", 99)
+
+
+def test_p2_a_prepared_save_writes_what_save_update_fields_writes(conversation):
+    """The conversation row after each ingest: its fields, and `updated_at` (auto_now)
+    moved on, as `save(update_fields=…)` would."""
+    before = conversation.updated_at
+    conversation.title, conversation.status, conversation.last_seq = "Renamed ✓", "running", 7
+    assert SAVE_CONVERSATION.run(conversation) == 1
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert (stored.title, stored.status, stored.last_seq) == ("Renamed ✓", "running", 7)
+    assert stored.updated_at == conversation.updated_at > before
+    Conversation.objects.filter(pk=conversation.pk).delete()
+    assert SAVE_CONVERSATION.run(conversation) == 0
