@@ -9,6 +9,8 @@ each call too. The events POST (chatui.ingest_route) and the ingest channel
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -38,11 +40,31 @@ def writers() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=writer_count(), thread_name_prefix="chatui-writer")
 
 
+# The event loop that handed this writer thread its current call.
+_calling = threading.local()
+
+
 async def on_writer(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """`func(*args, **kwargs)` on a writer thread. Through asgiref, so what it calls
-    back into async code (the on-commit broadcast's group_send) runs on this loop."""
-    run = sync_to_async(_keeping_a_sound_connection, thread_sensitive=False, executor=writers())
-    return await run(func, *args, **kwargs)
+    back into async code runs on this loop; the on-commit broadcast hands its frames
+    to this loop without waiting for them (`calling_loop`, chatui.broadcast)."""
+    run = sync_to_async(_called_from, thread_sensitive=False, executor=writers())
+    return await run(asyncio.get_running_loop(), func, *args, **kwargs)
+
+
+def calling_loop() -> asyncio.AbstractEventLoop | None:
+    """On a writer thread, the event loop its current call came from; else None."""
+    return getattr(_calling, "loop", None)
+
+
+def _called_from(
+    loop: asyncio.AbstractEventLoop, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs
+) -> R:
+    _calling.loop = loop
+    try:
+        return _keeping_a_sound_connection(func, *args, **kwargs)
+    finally:
+        _calling.loop = None
 
 
 def _keeping_a_sound_connection(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
