@@ -14,11 +14,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatui import listing, selectors
+from chatui.broadcast import send_row
 from chatui.events import APPROVAL_DECISIONS, EventError
 from chatui.ingest import ingest, reproject
 from chatui.models import Conversation, Message, Role, ToolStatus
@@ -164,6 +166,32 @@ def test_the_row_shows_the_stored_counts(conversation, feed):
     feed(started("c1"), completed("c1", error="boom"), started("c2"))
     row = listing.present_row(selectors.conversation_row(conversation.pk))
     assert row.counts == "2 tools · 1 failed"
+
+
+# -- a live row push no longer reads the conversation's messages to count them -----------
+
+
+def many_tools(conversation: Conversation, n: int) -> None:
+    events: list[dict] = []
+    for number in range(n):
+        events += [started(f"c{number}"), completed(f"c{number}", result="ok")]
+    ingest(conversation, events)
+
+
+def test_a_live_row_push_costs_the_same_queries_for_1_or_500_tool_calls(user):
+    small = Conversation.objects.create(owner=user, title="small")
+    large = Conversation.objects.create(owner=user, title="large")
+    many_tools(small, 1)
+    many_tools(large, 500)
+    with CaptureQueriesContext(connection) as few:
+        send_row(small.pk)
+    with CaptureQueriesContext(connection) as many:
+        send_row(large.pk)
+    assert len(few.captured_queries) == len(many.captured_queries) == 1
+    (query,) = many.captured_queries
+    assert "COUNT(" not in query["sql"].upper()
+    row = listing.present_row(selectors.conversation_row(large.pk))
+    assert row.counts == "500 tools"
 
 
 # -- the migration fills the columns of conversations that predate them ----------------
