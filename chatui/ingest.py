@@ -25,7 +25,7 @@ from . import search
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
 from .prepared import Prepared, PreparedInsert, PreparedSave
-from .projection import ChangeSet, Lookup, Projector
+from .projection import ROW_COUNT_FIELDS, ChangeSet, Lookup, Projector
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,10 @@ def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent])
 
 # The statements every ingest runs, compiled once (chatui.prepared).
 EVENT_INSERT = PreparedInsert(Event)
-SAVE_CONVERSATION = PreparedSave(Conversation, ["last_seq", "status", "title", "updated_at"])
+# With the projector's row counts: still one UPDATE of the conversation row.
+SAVE_CONVERSATION = PreparedSave(
+    Conversation, ["last_seq", "status", "title", "updated_at", *ROW_COUNT_FIELDS]
+)
 LOCK_CONVERSATION: Prepared[Conversation] = Prepared(
     lambda pk: Conversation.objects.select_for_update().filter(pk=pk),
     pk=Conversation._meta.pk,
@@ -146,6 +149,9 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
             _announce_on_commit(locked, rows[0].seq, projector.changes)
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
+    # So a caller's later save() of its copy cannot write stale counts back.
+    conversation.tool_count = locked.tool_count
+    conversation.failed_tool_count = locked.failed_tool_count
     return IngestResult(
         accepted=len(rows),
         duplicates=duplicates,
@@ -206,8 +212,10 @@ def reproject(conversation: Conversation) -> ChangeSet:
         projector.apply_all(events)
         projector.changes.conversation_changed = True
         projector.changes.full_refresh = True
-        locked.save(update_fields=["status", "title", "updated_at"])
+        locked.save(update_fields=["status", "title", "updated_at", *ROW_COUNT_FIELDS])
         search.index_title(locked)  # messages were indexed by the projector's flushes
         _announce_on_commit(locked, 1, projector.changes)
     conversation.status = locked.status
+    conversation.tool_count = locked.tool_count
+    conversation.failed_tool_count = locked.failed_tool_count
     return projector.changes

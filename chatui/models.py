@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -58,6 +59,11 @@ class Conversation(models.Model):
     )
     # The highest seq appended so far; the row lock on it serialises writers.
     last_seq = models.PositiveBigIntegerField(default=0)
+    # What its list row counts (issue 12): its tool messages and those whose
+    # tool_status is "error". Kept by the projection in the ingest transaction, so a
+    # row never counts the conversation's messages (O(messages) per live row push).
+    tool_count = models.PositiveIntegerField(default=0)
+    failed_tool_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -180,6 +186,9 @@ class Message(models.Model):
     is_final = models.BooleanField(default=True)
     # The seq of the last event that changed this message (live partials carry it).
     updated_seq = models.PositiveBigIntegerField(default=0)
+    # Not a column: `tool_status` as last read from or written to the database (None:
+    # not stored yet). The projection counts failed tools by how it changes.
+    stored_tool_status: str | None = None
 
     class Meta:
         ordering = ["conversation", "position"]
@@ -200,6 +209,13 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} {self.message_id}"
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]) -> Message:
+        instance = super().from_db(db, field_names, values)
+        # (Read from __dict__: a deferred tool_status is not loaded for it.)
+        instance.stored_tool_status = instance.__dict__.get("tool_status")
+        return instance
 
     @property
     def dom_id(self) -> str:

@@ -85,6 +85,10 @@ UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress")
 # page shows it yet (`_shows_streaming`), not the whole text (SPEC §8 P5).
 STREAM_HEAD_CHARS = 64
 
+#: The conversation's list-row counts (issue 12), kept by `Projector._count_tools` and
+#: written by the caller's save of the conversation row.
+ROW_COUNT_FIELDS = ["tool_count", "failed_tool_count"]
+
 # Message columns a projection may change after creating the row.
 MUTABLE_FIELDS = [
     "content", "timestamp", "metadata", "tool_call_id", "tool_name", "tool_status",
@@ -200,6 +204,8 @@ class Projector:
     def __init__(self, conversation: Conversation, *, empty: bool = False):
         self.conversation = conversation
         self.changes = ChangeSet()
+        if empty:  # no messages yet (reproject): nothing to count either
+            conversation.tool_count = conversation.failed_tool_count = 0
         # None means "known not to exist". With `empty` (reproject) every miss is final.
         self._messages: dict[str, Message | None] = {}
         self._tools: dict[str, Message | None] = {}
@@ -806,14 +812,23 @@ class Projector:
         )
         if run_id:
             ephemeral = ephemeral.filter(run_id__in=[run_id, ""])
-        removed = set(ephemeral.values_list("pk", flat=True))
-        for pk in removed:
-            self.changes.remove(pk)
-        ephemeral.delete()
-        for message_id, message in list(self._messages.items()):
-            if message is not None and message.pk in removed:
-                self._messages[message_id] = None
+        self._remove(ephemeral)
         search.index_unfinished_answers(self.conversation, run_id)
+
+    def _remove(self, doomed: QuerySet[Message]) -> None:
+        """Delete `doomed`'s messages (flushed ones: call after `flush()`): viewers drop
+        them, this projector forgets them, and the row counts lose their tools."""
+        rows = list(doomed.values_list("pk", "role", "tool_status"))
+        removed = {pk for pk, _role, _status in rows}
+        for pk, role, tool_status in rows:
+            self.changes.remove(pk)
+            if role == Role.TOOL:
+                self._count_tools(-1, -int(tool_status == ToolStatus.ERROR))
+        doomed.delete()
+        for cache in (self._messages, self._tools):
+            for key, message in list(cache.items()):
+                if message is not None and message.pk in removed:
+                    cache[key] = None
 
     # -- helpers ------------------------------------------------------------
 
@@ -876,9 +891,11 @@ class Projector:
             for message in self._new:
                 self.changes.created.add(message.pk)
                 self.changes.changed[message.pk] = message.updated_seq
+            self._count_written(self._new)
             self._new = []
         if self._dirty:
             _write_changed(list(self._dirty.values()))
+            self._count_written(self._dirty.values())
             for message in self._dirty.values():
                 self.changes.changed[message.pk] = message.updated_seq
                 self.changes.appended.pop(message.pk, None)
@@ -887,6 +904,28 @@ class Projector:
         if self._searchable:  # in this transaction, for what this flush wrote (SPEC §15)
             search.index_messages(self._searchable.values())
             self._searchable = {}
+
+    def _count_written(self, messages: Iterable[Message]) -> None:
+        """The row counts follow what was just written: a new tool counts, and a tool
+        counts as failed while its stored status is "error" (a row's role never changes)."""
+        for message in messages:
+            if message.role != Role.TOOL:
+                continue
+            before = message.stored_tool_status
+            self._count_tools(
+                int(before is None),
+                (message.tool_status == ToolStatus.ERROR) - (before == ToolStatus.ERROR),
+            )
+            message.stored_tool_status = message.tool_status
+
+    def _count_tools(self, tools: int, failed: int) -> None:
+        """In memory: the caller saves the conversation row once per ingest call.
+        Never below 0: counts that drifted (messages changed outside the projection)
+        would otherwise break the columns' CHECK and refuse every later event of the
+        conversation; `reproject` sets them right."""
+        conversation = self.conversation
+        conversation.tool_count = max(0, conversation.tool_count + tools)
+        conversation.failed_tool_count = max(0, conversation.failed_tool_count + failed)
 
     def _flush_appends(self) -> None:
         """One `UPDATE … SET content = content || ?` per streaming message."""

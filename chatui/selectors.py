@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from itertools import takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Substr
 
 from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
@@ -344,7 +344,6 @@ def _chunks(query: QuerySet[Message]) -> Iterator[Message]:
 PREVIEW_SOURCE_CHARS = 2000
 #: Status lines a preview skips: shown only while their run goes (S3).
 _PREVIEWED = ~Q(role=Role.STATUS, status_type__in=StatusType.EPHEMERAL) & ~Q(content="")
-FAILED_TOOL = Q(role=Role.TOOL, tool_status=ToolStatus.ERROR)
 
 
 def message_count(condition: Q) -> Coalesce:
@@ -361,14 +360,15 @@ def message_count(condition: Q) -> Coalesce:
 
 
 def with_row_data(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
-    """What a list row shows, in the same query as the rows (one subquery per value,
-    no query per row): tool calls, failed ones, the last shown message (role, tool,
-    its text's start) and the latest run's status."""
+    """What a list row shows, in the same query as the rows (no query per row): tool
+    calls and failed ones (the conversation's own columns, kept by the projection: no
+    count over its messages), and one bounded subquery per value for the last shown
+    message (role, tool, its text's start) and the latest run's status."""
     last = Message.objects.filter(_PREVIEWED, conversation=OuterRef("pk")).order_by("-position")
     latest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-started_seq")
     return conversations.annotate(
-        n_tools=message_count(Q(role=Role.TOOL)),
-        n_failed=message_count(FAILED_TOOL),
+        n_tools=F("tool_count"),
+        n_failed=F("failed_tool_count"),
         last_role=Subquery(last.values("role")[:1]),
         last_tool=Subquery(last.values("tool_name")[:1]),
         last_text=Subquery(

@@ -14,7 +14,7 @@ import zipfile
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -25,7 +25,7 @@ from django.views.decorators.http import require_POST
 from .. import search
 from ..exporters import EXPORT_FORMATS, export_text
 from ..ingest import reproject
-from ..models import Conversation, Role
+from ..models import Conversation
 from ..reveal import reveal_invisible
 from ..selectors import message_count
 from .approvals import HasApprovalsFilter, approval_decisions
@@ -90,14 +90,15 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
     def get_queryset(self, request):
         # Correlated subqueries, not a join: one query for the whole page, each count
         # computed for the rows shown only (the paginator's COUNT drops them), and
-        # filters or searches on messages cannot inflate them.
+        # filters or searches on messages cannot inflate them. Tool calls are the
+        # conversation's own column (kept by the projection, issue 12).
         return (
             super()
             .get_queryset(request)
             .select_related("owner")
             .annotate(
                 n_messages=message_count(Q()),
-                n_tool_calls=message_count(Q(role=Role.TOOL)),
+                n_tool_calls=F("tool_count"),
                 n_errors=message_count(ERROR_Q),
             )
         )
