@@ -395,6 +395,13 @@ def conversation_rows(
     return list(annotated[:limit])
 
 
+#: A live row update's read, for every ingest that creates a message: its subqueries
+#: compiled once (chatui.prepared).
+_ROW: Prepared[Conversation] = Prepared(
+    lambda pk: with_row_data(Conversation.objects.filter(pk=pk)), pk=Conversation._meta.pk
+)
+
+
 def conversation_row(conversation_id) -> Conversation | None:
     """One conversation with its row data (a live row update)."""
-    return with_row_data(Conversation.objects.filter(pk=conversation_id)).first()
+    return _ROW.one(pk=conversation_id)
