@@ -22,6 +22,7 @@ import cProfile
 import io
 import os
 import pstats
+import re
 import shutil
 import statistics
 import sys
@@ -61,6 +62,9 @@ def main() -> None:
         "--page", type=int, help="profile GET /c/<id>/ of an N-message conversation"
     )
     parser.add_argument("--top", type=int, default=35)
+    parser.add_argument(
+        "--statements", type=int, default=0, help="also list the N costliest SQL statements"
+    )
     parser.add_argument("--sort", default="cumulative", help="pstats sort key")
     parser.add_argument(
         "--keep-connections",
@@ -153,6 +157,7 @@ def run(args) -> None:
     request_started.disconnect(reset_queries)
     queries: list[int] = []
     slow: dict[str, list[float]] = {}
+    statements: dict[str, list[float]] = {}
     for _ in range(min(args.requests, 100)):
         reset_queries()  # the log is a deque capped at 9000 entries
         with CaptureQueriesContext(connection) as captured:
@@ -161,6 +166,8 @@ def run(args) -> None:
         for query in captured.captured_queries:
             shape = " ".join([*query["sql"].split()[:1], _table_of(query["sql"])])
             slow.setdefault(shape, []).append(float(query["time"]))
+            statement = re.sub(r"'[^']*'|\b\d+\b", "?", query["sql"])
+            statements.setdefault(statement, []).append(float(query["time"]))
     request_started.connect(reset_queries)
     # 3) cProfile (inflates pure-Python code; read it for shares, not absolutes)
     profiler = cProfile.Profile()
@@ -195,6 +202,12 @@ def run(args) -> None:
             ],
         )
     )
+    if args.statements:
+        print(f"\nthe {args.statements} costliest statements (literals as ?), per request:")
+        costliest = sorted(statements.items(), key=lambda kv: -sum(kv[1]))[: args.statements]
+        for statement, times_s in costliest:
+            count, ms = len(times_s) / n_captured, 1000 * sum(times_s) / n_captured
+            print(f"- {count:.2f}× {ms:.2f} ms: {statement[:2000]}")
     stats = pstats.Stats(profiler)
     total = stats.total_tt
     shares = []

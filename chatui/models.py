@@ -103,7 +103,7 @@ class Event(models.Model):
     received_at = models.DateTimeField()
 
     class Meta:
-        ordering = ["conversation", "seq"]
+        ordering = ["conversation_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="event_seq_unique"),
             models.UniqueConstraint(
@@ -191,7 +191,7 @@ class Message(models.Model):
     stored_tool_status: str | None = None
 
     class Meta:
-        ordering = ["conversation", "position"]
+        ordering = ["conversation_id", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation", "message_id"], name="message_id_unique"
@@ -200,8 +200,12 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["conversation", "tool_status"]),
-            # S3 reconciliation looks up a run's status lines at every run end.
-            models.Index(fields=["conversation", "role", "run_id"]),
+            # A run's messages of one role, in order: its steps (S1, every assistant
+            # frame), its thinking lines (§10), its status lines at run end (S3). With
+            # `position` last, SQLite reads them from this index already sorted, rather
+            # than walking the conversation's (conversation, position) index — O(its
+            # messages) per frame.
+            models.Index(fields=["conversation", "role", "run_id", "position"]),
         ]
         permissions = [
             ("view_secrets", "Can reveal the unmasked args and results of one tool entry (T3)"),
@@ -268,7 +272,7 @@ class Run(models.Model):
     accepts_interjections = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["conversation", "started_seq"]
+        ordering = ["conversation_id", "started_seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "run_id"], name="run_id_unique"),
         ]

@@ -150,7 +150,9 @@ class Lookup:
 
 
 def _messages(conversation_pk: Any) -> QuerySet[Message]:
-    return Message.objects.filter(conversation_id=conversation_pk).order_by("-position")
+    # Unordered: sorted by position, SQLite walks the conversation's messages instead of
+    # the index on what is looked up (tests/test_query_plans.py).
+    return Message.objects.filter(conversation_id=conversation_pk).order_by()
 
 
 def _streaming_messages(conversation_pk: Any) -> QuerySet[Message]:
@@ -248,7 +250,8 @@ class Projector:
             by_id = MESSAGES_BY_ID[streaming]
             for message in by_id.matching(pk, message_ids):
                 self._messages[message.message_id] = message
-            for message in TOOLS_BY_CALL_ID.matching(pk, call_ids):
+            tools = TOOLS_BY_CALL_ID.matching(pk, call_ids)
+            for message in sorted(tools, key=lambda tool: -tool.position):
                 self._tools[message.tool_call_id] = message  # the earliest one wins
             self._runs.update(known_runs.among(pk, run_ids))
             self._runs.update(RUNS_BY_ID.matching(pk, run_ids - self._runs))
@@ -777,9 +780,11 @@ class Projector:
         """A run that ends ends its streaming answers with the text they have (SPEC
         §10: the page then shows their final Markdown, as a fresh load does)."""
         self.flush()
+        # No ordering: sorted by position, SQLite would walk every message of the
+        # conversation rather than the (conversation, role, run_id, …) index.
         streaming = Message.objects.filter(
             conversation=self.conversation, role=Role.ASSISTANT, is_final=False
-        )
+        ).order_by()
         if event.run_id:
             streaming = streaming.filter(run_id__in=[event.run_id, ""])
         for row in streaming:
@@ -809,7 +814,7 @@ class Projector:
             conversation=self.conversation,
             role=Role.STATUS,
             status_type__in=StatusType.EPHEMERAL,
-        )
+        ).order_by()  # by the run's index, not a walk in position order (`_end_streams`)
         if run_id:
             ephemeral = ephemeral.filter(run_id__in=[run_id, ""])
         self._remove(ephemeral)

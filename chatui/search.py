@@ -358,7 +358,7 @@ def index_unfinished_answers(conversation: Conversation, run_id: str) -> None:
     """A run that ends leaves its streamed answers as they are: index them now."""
     open_answers = Message.objects.filter(
         conversation=conversation, role=Role.ASSISTANT, is_final=False
-    )
+    ).order_by()  # by the run's index (chatui.projection `_end_streams`)
     if run_id:
         open_answers = open_answers.filter(run_id__in=[run_id, ""])
     rows = [(message.pk, document(message)) for message in open_answers]
