@@ -1,0 +1,231 @@
+"""SPEC §8 P1/P2: what the live frame of a tool event costs, and that making it cheaper
+changes no frame.
+
+The frame-equality check replays scenarios (the showcase, the recorded run, hostile
+input, AgentSpine progress, a P1 stream, nested sub-agents, retries, a giant batch
+with updates inside and outside its window, several events per ingest) through
+ingest one ingest at a time, and compares every frame's HTML with golden files
+written by the code before the frame was made cheaper (tests/fixtures/frames/).
+DOM ids are primary keys: they are numbered in order of first appearance, so the
+files do not depend on which rows the database handed out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chatui import frames
+from chatui.ingest import ingest
+from chatui.models import Conversation
+from tests.conftest import load_fixture
+from tests.support.golden import check_golden
+from tests.support.hostile import hostile_events
+from tests.support.showcase import showcase_events
+from tests.test_batch_window import call_events
+
+GOLDEN = Path(__file__).parent / "fixtures" / "frames"
+RUN = "r"
+
+#: DOM ids and URLs built from a primary key: "m-12", "b-12-summary", "#m-12",
+#: "/calls/12/earlier".
+PK_IN_ID = re.compile(r'(?<=["#])([mb])-(\d+)(?=["\- ])')
+PK_IN_URL = re.compile(r"/calls/(\d+)/")
+
+
+def normalised(html: str, conversation: Conversation, numbers: dict[str, int]) -> str:
+    """Primary keys renumbered by first appearance across the scenario's frames (so the
+    same message keeps its number from frame to frame); elapsed timers blanked."""
+    html = html.replace(str(conversation.pk), "<conversation>")
+    html = html.replace(conversation.pk.hex, "<conversation>")
+
+    def number(pk: str) -> int:
+        return numbers.setdefault(pk, len(numbers))
+
+    html = PK_IN_ID.sub(lambda m: f"{m[1]}-#{number(m[2])}", html)
+    html = PK_IN_URL.sub(lambda m: f"/calls/#{number(m[1])}/", html)
+    return re.sub(r"(<time data-elapsed[^>]*>)[^<]*(</time>)", r"\1\2", html)
+
+
+def timed(events: list[dict]) -> list[dict]:
+    """Every event with its own timestamp: the server's clock would differ per run."""
+    return [
+        {"timestamp": f"2026-11-02T11:{n // 60 % 60:02d}:{n % 60:02d}Z", **event}
+        for n, event in enumerate(events)
+    ]
+
+
+def one_at_a_time(events: list[dict]) -> list[list[dict]]:
+    return [[event] for event in timed(events)]
+
+
+def in_threes(events: list[dict]) -> list[list[dict]]:
+    events = timed(events)
+    return [events[n : n + 3] for n in range(0, len(events), 3)]
+
+
+def tool(call: str, name: str = "read_file", **fields: Any) -> dict:
+    return {
+        "type": "agent.tool.started",
+        "run_id": RUN,
+        "tool_call_id": call,
+        "tool_name": name,
+        **fields,
+    }
+
+
+def done(call: str, **fields: Any) -> dict:
+    return {"type": "agent.tool.completed", "run_id": RUN, "tool_call_id": call, **fields}
+
+
+def status(value: str, **fields: Any) -> dict:
+    return {"type": "agent.status", "run_id": RUN, "status": value, **fields}
+
+
+def p1_events(tools: int = 23) -> list[dict]:
+    """What bench/profile_ingest.py --mode p1 posts: started, completed, a text every 5."""
+    events = [{"type": "user.message", "run_id": RUN, "content": "Run the checks."}]
+    events.append(status("running"))
+    for n in range(tools):
+        events += [
+            tool(f"p{n}", args={"path": f"src/m{n}.py"}),
+            done(f"p{n}", result=f"ok: {n} lines read", duration_ms=20),
+        ]
+        if (n + 1) % 5 == 0:
+            events.append(
+                {
+                    "type": "agent.step.completed",
+                    "run_id": RUN,
+                    "message_id": f"text-{n}",
+                    "content": "Checked some files; continuing.",
+                }
+            )
+    return events
+
+
+def nested_events() -> list[dict]:
+    """Sub-agents three deep, a child announced before its parent, progress on a
+    grandchild, a sibling batch after a text, and the run's end."""
+    return [
+        {"type": "user.message", "run_id": RUN, "content": "Audit it."},
+        status("running"),
+        status("thinking", message="Planning"),
+        tool("s1", "sessions_spawn", args={"task": "audit"}),
+        tool("s1a", parent_tool_call_id="s1"),
+        tool("s1a-x", "search_text", parent_tool_call_id="s1a"),
+        {"type": "agent.tool.progress", "run_id": RUN, "tool_call_id": "s1a-x", "output": "a\n"},
+        done("s1a-x", result="2 matches"),
+        tool("orphan-child", parent_tool_call_id="late-parent"),
+        tool("late-parent", "sessions_spawn"),
+        done("s1a", result="alpha"),
+        tool("s1b", "run_cmd", parent_tool_call_id="s1", args={"command": "make"}),
+        done("s1b", error="make: Error 2"),
+        done("orphan-child", result="found"),
+        done("late-parent", result="ok"),
+        done("s1", result={"text": "sub-agent finished", "details": {"kind": "subagent"}}),
+        status("thinking", message="Next"),
+        {"type": "agent.step.completed", "run_id": RUN, "message_id": "a1", "content": "Now:"},
+        tool("t2"),
+        tool("t2-child", parent_tool_call_id="t2"),
+        done("t2-child", result="x"),
+        done("t2", result="y"),
+        status("completed"),
+    ]
+
+
+def retry_events() -> list[dict]:
+    """G14: attempts of one call replace each other; a retry inside a nested entry."""
+    return [
+        {"type": "user.message", "run_id": RUN, "content": "Try it."},
+        status("running"),
+        tool("f1", "flaky", attempt=1, max_attempts=3),
+        done("f1", error="timeout"),
+        tool("f2", "flaky", attempt=2, max_attempts=3),
+        {"type": "agent.tool.progress", "run_id": RUN, "tool_call_id": "f2", "progress": 0.5},
+        done("f2", error="timeout again"),
+        tool("f3", "flaky", attempt=3, max_attempts=3),
+        done("f3", result="ok on retry"),
+        tool("p", "sessions_spawn"),
+        tool("p-c1", "flaky", parent_tool_call_id="p", attempt=1, max_attempts=2),
+        done("p-c1", error="nope"),
+        tool("p-c2", "flaky", parent_tool_call_id="p", attempt=2, max_attempts=2),
+        done("p-c2", result="yes"),
+        done("p", result="done"),
+    ]
+
+
+GIANT_CALLS = 230
+
+
+def giant_setup() -> list[dict]:
+    """A batch past BATCH_WINDOW, built in one ingest (its frame is the whole page)."""
+    events = [{"type": "user.message", "run_id": RUN, "content": "Read them all"}]
+    return timed(events + call_events(0, GIANT_CALLS, failed={7}, running={5, 220}))
+
+
+def giant_events() -> list[list[dict]]:
+    """After giant_setup, live changes to the giant batch: a new call,
+    calls outside the window (a running one completes, a failed one is retried in
+    place), inside it, a thinking line, and a text that ends the batch."""
+    live = [
+        call_events(GIANT_CALLS, GIANT_CALLS + 1)[1:2],
+        [done("call-5", result="ok")],
+        [done("call-220", error="late")],
+        [{"type": "agent.tool.progress", "run_id": RUN, "tool_call_id": "call-3", "output": "x"}],
+        [status("thinking", message="More")],
+        call_events(GIANT_CALLS + 1, GIANT_CALLS + 2),
+        [done(f"call-{GIANT_CALLS}", result="late result")],
+        [{"type": "agent.step.completed", "run_id": RUN, "message_id": "t", "content": "So:"}],
+        [tool("after")],
+        [done("call-2", result="after the break")],
+    ]
+    return [timed(ingest_) for ingest_ in live]
+
+
+def agentspine_events() -> list[dict]:
+    return load_fixture("agentspine/as3_progress_long_result.jsonl")
+
+
+SCENARIOS: dict[str, Callable[[], list[list[dict]]]] = {
+    "showcase": lambda: one_at_a_time(showcase_events()),
+    "showcase_in_threes": lambda: in_threes(showcase_events()),
+    "recorded_run": lambda: one_at_a_time(load_fixture("recorded_run.json")),
+    "hostile": lambda: one_at_a_time(hostile_events()),
+    "agentspine_as3": lambda: one_at_a_time(agentspine_events()),
+    "p1_stream": lambda: one_at_a_time(p1_events()),
+    "nested": lambda: one_at_a_time(nested_events()),
+    "retries": lambda: one_at_a_time(retry_events()),
+    "giant_batch": giant_events,
+}
+
+
+def frames_of(conversation: Conversation, ingests: list[list[dict]]) -> str:
+    """Every frame of the scenario, normalised, one after another."""
+    numbers: dict[str, int] = {}
+    out = []
+    for n, events in enumerate(ingests):
+        result = ingest(conversation, events)
+        if not result.accepted:
+            continue
+        conversation.refresh_from_db()
+        first = result.last_seq - result.accepted + 1
+        html = frames.change_frame(conversation, first, result.last_seq, result.changes).html
+        out.append(f"=== ingest {n} ===\n{normalised(html, conversation, numbers)}\n")
+    return "".join(out)
+
+
+#: What a scenario's conversation holds before its frames are recorded.
+SETUPS: dict[str, Callable[[], list[dict]]] = {"giant_batch": giant_setup}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_tool_frame_is_unchanged_from_the_golden_frames(user, scenario):
+
+    conversation = Conversation.objects.create(owner=user, title="frames")
+    if scenario in SETUPS:
+        ingest(conversation, SETUPS[scenario]())
+    check_golden(GOLDEN / f"{scenario}.html", frames_of(conversation, SCENARIOS[scenario]()))
