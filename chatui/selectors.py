@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -50,18 +51,60 @@ def conversation_by_pk(conversation_id) -> Conversation | None:
     return Conversation.objects.filter(pk=conversation_id).first()
 
 
-def messages_by_pk(pks: Iterable[int]) -> QuerySet[Message]:
-    return Message.objects.filter(pk__in=list(pks)).order_by("position")
+def messages_by_pk(pks: Iterable[int], tail: Tail | None = None) -> list[Message]:
+    """The messages with these pks, in position order: those `tail` holds without a query."""
+    pks = list(pks)
+    known = {message.pk: message for message in tail.messages} if tail is not None else {}
+    found = [known[pk] for pk in pks if pk in known]
+    missing = [pk for pk in pks if pk not in known]
+    if missing and not (tail is not None and tail.complete):  # else they are gone
+        found += Message.objects.filter(pk__in=missing)
+    return sorted(found, key=lambda message: message.position)
+
+
+#: How many of a conversation's latest messages a live frame reads first: a frame
+#: usually changes the newest messages, and this many usually hold their tool batch
+#: back to what starts it and the run's latest thinking lines, so the walks below
+#: need no query of their own (SPEC §8 P1, P2). A longer walk goes on by query.
+FRAME_TAIL = 24
+
+
+@dataclass(frozen=True)
+class Tail:
+    """A conversation's latest messages in position order: every message from the
+    first one on, and, when `complete`, all of the conversation's messages."""
+
+    messages: list[Message]
+    complete: bool
+
+    def holds(self, position: int) -> bool:
+        """Does it hold every message at `position` and after?"""
+        return self.complete or position >= self.messages[0].position
+
+    def before(self, position: int) -> list[Message]:
+        """The messages it holds before `position`, newest first."""
+        return [m for m in reversed(self.messages) if m.position < position]
+
+
+def latest_messages(conversation_id, limit: int | None = None) -> Tail:
+    """The conversation's latest `limit` (FRAME_TAIL) messages, read in one query."""
+    limit = limit or FRAME_TAIL
+    rows = list(
+        Message.objects.filter(conversation_id=conversation_id).order_by("-position")[:limit]
+    )
+    return Tail(rows[::-1], complete=len(rows) < limit)
 
 
 def messages_changed_since(conversation: Conversation, after: int) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation, updated_seq__gt=after)
 
 
-def run_steps(message: Message) -> list[Message]:
+def run_steps(message: Message, tail: Tail | None = None) -> list[Message]:
     """The assistant messages of `message`'s run, in order (just `message` outside a run)."""
     if not message.run_id:
         return [message]
+    if tail is not None and tail.complete:
+        return [m for m in tail.messages if _is_step_of(m, message.run_id)]
     return list(
         Message.objects.filter(
             conversation_id=message.conversation_id,
@@ -71,20 +114,37 @@ def run_steps(message: Message) -> list[Message]:
     )
 
 
-def spinners_before(message: Message, limit: int = 1) -> list[Message]:
-    """The latest `thinking` lines of `message`'s run before it (§10: one status line)."""
-    return list(
-        Message.objects.filter(
-            conversation_id=message.conversation_id,
-            role=Role.STATUS,
-            status_type="thinking",
-            run_id=message.run_id,
-            position__lt=message.position,
-        )
-        # Each frame removes the lines before its run's new work, so only the latest
-        # can still be on a page.
-        .order_by("-position")
-        .only("pk")[:limit]
+def _is_step_of(message: Message, run_id: str) -> bool:
+    return message.role == Role.ASSISTANT and message.run_id == run_id
+
+
+def spinners_before(message: Message, limit: int = 1, tail: Tail | None = None) -> list[Message]:
+    """The latest `thinking` lines of `message`'s run before it (§10: one status line):
+    those `tail` holds, and when they are fewer than `limit`, the rest by query."""
+    found: list[Message] = []
+    query = Message.objects.filter(
+        conversation_id=message.conversation_id,
+        role=Role.STATUS,
+        status_type="thinking",
+        run_id=message.run_id,
+        position__lt=message.position,
+    )
+    if tail is not None and tail.holds(message.position):
+        found = [m for m in tail.before(message.position) if _is_spinner_of(m, message.run_id)]
+        found = found[:limit]
+        if len(found) == limit or tail.complete:
+            return found
+        query = query.filter(position__lt=tail.messages[0].position)
+    # Each frame removes the lines before its run's new work, so only the latest
+    # can still be on a page.
+    return found + list(query.order_by("-position").only("pk")[: limit - len(found)])
+
+
+def _is_spinner_of(message: Message, run_id: str) -> bool:
+    return (
+        message.role == Role.STATUS
+        and message.status_type == "thinking"
+        and message.run_id == run_id
     )
 
 
@@ -252,11 +312,12 @@ def _widen_forward(query: QuerySet[Message], window: list[Message]) -> list[Mess
     return window + list(rest)
 
 
-def batch_slice(message: Message) -> MessageWindow:
+def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
     """The messages of the tool batch holding `message` (and its ancestors' batch).
 
     Of a giant batch only what its latest BATCH_WINDOW entries need is loaded; the
-    part before is counted (`batch_head`), as on the page (SPEC §10)."""
+    part before is counted (`batch_head`), as on the page (SPEC §10). What `tail`
+    holds is not read again: a batch near the end of the conversation costs no query."""
     # By id: `message.conversation` would cost a query per live frame.
     siblings = Message.objects.filter(conversation_id=message.conversation_id).order_by("position")
     start = message
@@ -270,14 +331,14 @@ def batch_slice(message: Message) -> MessageWindow:
     # From the batch's start through `message`, then on to the next breaker: one query
     # in the usual case, where `message` is near the end of the conversation.
     rest: list[Message] = []
-    for later in _chunks(siblings.filter(position__gte=start.position)):
+    for later in _rows_from(siblings, start.position, tail):
         if later.position > message.position and breaks_batch(later):
             break
         rest.append(later)
     earlier = siblings.filter(position__lt=start.position)
     needed = BATCH_WINDOW - sum(map(_is_root, rest))
     before: list[Message] = []
-    for previous in _chunks(earlier.order_by("-position")) if needed > 0 else ():
+    for previous in _rows_before(earlier, start.position, tail) if needed > 0 else ():
         if breaks_batch(previous):
             return MessageWindow(before[::-1] + rest)
         before.append(previous)
@@ -292,6 +353,26 @@ def batch_slice(message: Message) -> MessageWindow:
             span = span.filter(position__gt=breaker.position)
         window.batch_head = _batch_head(span)
     return window
+
+
+def _rows_from(siblings: QuerySet[Message], position: int, tail: Tail | None) -> Iterable[Message]:
+    """The messages at `position` and after, in order: from `tail` when it holds them."""
+    if tail is not None and tail.holds(position):
+        return (m for m in tail.messages if m.position >= position)
+    return _chunks(siblings.filter(position__gte=position))
+
+
+def _rows_before(earlier: QuerySet[Message], position: int, tail: Tail | None) -> Iterator[Message]:
+    """`earlier` (the messages before `position`), newest first: those `tail` holds,
+    then, only if the walk goes on past them, the others by query."""
+    if tail is None or not tail.holds(position):
+        yield from _chunks(earlier.order_by("-position"))
+        return
+    yield from tail.before(position)
+    if not tail.complete:
+        yield from _chunks(
+            earlier.filter(position__lt=tail.messages[0].position).order_by("-position")
+        )
 
 
 def batch_before(conversation: Conversation, start_pk: int, before: int) -> MessageWindow:

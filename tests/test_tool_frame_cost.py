@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from chatui import frames
+from chatui import frames, selectors
 from chatui.ingest import ingest
 from chatui.models import Conversation
 from tests.conftest import load_fixture
@@ -186,6 +186,19 @@ def giant_events() -> list[list[dict]]:
     return [timed(ingest_) for ingest_ in live]
 
 
+def long_batch_events(calls: int = 30) -> list[dict]:
+    """One batch longer than a frame's first read (selectors.FRAME_TAIL), its calls
+    started before any completes, with thinking lines and a nested call in it."""
+    events = [{"type": "user.message", "run_id": RUN, "content": "Many."}, status("running")]
+    for n in range(calls):
+        if n % 10 == 0:
+            events.append(status("thinking", message=f"Batch part {n}"))
+        events.append(tool(f"l{n}", parent_tool_call_id="l0" if n == 15 else None))
+    events += [done(f"l{n}", result=f"r{n}") for n in range(0, calls, 3)]
+    events.append(tool("last"))
+    return [{k: v for k, v in event.items() if v is not None} for event in events]
+
+
 def agentspine_events() -> list[dict]:
     return load_fixture("agentspine/as3_progress_long_result.jsonl")
 
@@ -200,6 +213,8 @@ SCENARIOS: dict[str, Callable[[], list[list[dict]]]] = {
     "nested": lambda: one_at_a_time(nested_events()),
     "retries": lambda: one_at_a_time(retry_events()),
     "giant_batch": giant_events,
+    "long_batch": lambda: one_at_a_time(long_batch_events()),
+    "long_batch_in_threes": lambda: in_threes(long_batch_events()),
 }
 
 
@@ -224,7 +239,21 @@ SETUPS: dict[str, Callable[[], list[dict]]] = {"giant_batch": giant_setup}
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_tool_frame_is_unchanged_from_the_golden_frames(user, scenario):
+    check_scenario(user, scenario)
 
+
+#: A frame's first read cut short (1, 3 messages: walks go on by query from every
+#: place) or holding the whole conversation (no query after it).
+@pytest.mark.parametrize("tail", [1, 3, 10_000])
+@pytest.mark.parametrize("scenario", ["showcase_in_threes", "nested", "long_batch", "giant_batch"])
+def test_frames_do_not_depend_on_how_many_latest_messages_a_frame_reads_first(
+    user, scenario, tail, monkeypatch
+):
+    monkeypatch.setattr(selectors, "FRAME_TAIL", tail)
+    check_scenario(user, scenario)
+
+
+def check_scenario(user, scenario: str) -> None:
     conversation = Conversation.objects.create(owner=user, title="frames")
     if scenario in SETUPS:
         ingest(conversation, SETUPS[scenario]())
