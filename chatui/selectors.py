@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import takewhile
+from itertools import chain, takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
@@ -391,10 +391,14 @@ def _batch_start(message: Message) -> Message:
 
 
 def _rows_from(conversation_id, position: int, tail: Tail | None) -> Iterable[Message]:
-    """The messages at `position` and after, in order: from `tail` when it holds them."""
+    """The messages at `position` and after, in order: those before `tail` by query,
+    then `tail`'s (not read twice)."""
     if tail is not None and tail.holds(position):
         return (m for m in tail.messages if m.position >= position)
-    return _chunks(_siblings(conversation_id).filter(position__gte=position))
+    later = _siblings(conversation_id).filter(position__gte=position)
+    if tail is None:
+        return _chunks(later)
+    return chain(_chunks(later.filter(position__lt=tail.messages[0].position)), tail.messages)
 
 
 def _rows_before(conversation_id, position: int, tail: Tail | None) -> Iterator[Message]:

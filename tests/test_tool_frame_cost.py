@@ -258,3 +258,75 @@ def check_scenario(user, scenario: str) -> None:
     if scenario in SETUPS:
         ingest(conversation, SETUPS[scenario]())
     check_golden(GOLDEN / f"{scenario}.html", frames_of(conversation, SCENARIOS[scenario]()))
+
+
+# -- what one tool event's frame reads ---------------------------------------------------
+
+
+def frame_after(conversation: Conversation, *events: dict) -> tuple[int, int, object]:
+    """Ingest `events`, then what change_frame needs for them."""
+    result = ingest(conversation, list(events))
+    conversation.refresh_from_db()
+    return result.last_seq - result.accepted + 1, result.last_seq, result.changes
+
+
+def p1_conversation(user, tools: int = 40) -> Conversation:
+    """A P1 run far longer than a frame's first read: 40 tools, a text every 5."""
+    conversation = Conversation.objects.create(owner=user, title="p1")
+    ingest(conversation, timed(p1_events(tools)))
+    return conversation
+
+
+def test_p1_tool_started_frame_reads_at_most_2_queries(user, django_assert_max_num_queries):
+    """The latest messages (the new entry, its batch back to the text that starts it)
+    and the run's thinking lines before them (this run has none)."""
+    conversation = p1_conversation(user)
+    first, last, changes = frame_after(conversation, tool("new", args={"path": "x.py"}))
+    with django_assert_max_num_queries(2):
+        html = frames.change_frame(conversation, first, last, changes).html
+    assert html.count('class="tool-entry"') == 1 and 'data-tool-call-id="new"' in html
+    assert 'data-batch-count="1"' in html  # a text just ended the previous batch
+
+
+def test_p1_tool_completed_frame_reads_1_query(user, django_assert_max_num_queries):
+    conversation = Conversation.objects.create(owner=user, title="p1")
+    ingest(conversation, timed(p1_events(43))[:-1])  # the last batch: 3 calls, 1 running
+    first, last, changes = frame_after(conversation, done("p42", result="changed"))
+    with django_assert_max_num_queries(1):
+        html = frames.change_frame(conversation, first, last, changes).html
+    assert 'data-tool-call-id="p42"' in html and "changed" in html
+    assert 'data-batch-count="3"' in html and html.count('class="tool-entry"') == 1
+
+
+def test_p2_tool_started_frame_after_thinking_lines_reads_1_query(
+    user, django_assert_max_num_queries
+):
+    """The run's two latest thinking lines are among the latest messages: the frame
+    deletes them with no query of its own (SPEC §10 one status line)."""
+    conversation = Conversation.objects.create(owner=user, title="p2")
+    events = [{"type": "user.message", "run_id": RUN, "content": "Go"}, status("running")]
+    for step in range(3):
+        events += [status("thinking", message=f"step {step}"), tool(f"t{step}")]
+        events.append(done(f"t{step}", result="ok"))
+    ingest(conversation, timed(events))
+    spinners = list(conversation.messages.filter(status_type="thinking").order_by("-position"))
+    first, last, changes = frame_after(conversation, tool("t3"))
+    with django_assert_max_num_queries(1):
+        html = frames.change_frame(conversation, first, last, changes).html
+    for spinner in spinners[:2]:
+        assert f'<div id="{spinner.dom_id}" hx-swap-oob="delete"></div>' in html
+    assert spinners[2].dom_id not in html
+
+
+def test_an_update_to_an_early_entry_of_a_long_batch_reads_at_most_4_queries(
+    user, django_assert_max_num_queries
+):
+    """The entry lies before the latest messages: it is read by pk, its batch forward
+    up to the latest messages and back to its start by query (as many as before
+    the latest messages were read first), none of them twice."""
+    conversation = Conversation.objects.create(owner=user, title="long")
+    ingest(conversation, timed(long_batch_events(calls=2 * selectors.FRAME_TAIL)))
+    first, last, changes = frame_after(conversation, done("l1", result="early"))
+    with django_assert_max_num_queries(4):
+        html = frames.change_frame(conversation, first, last, changes).html
+    assert 'data-tool-call-id="l1"' in html and "early" in html
