@@ -68,7 +68,7 @@ def messages_by_pk(pks: Iterable[int], tail: Tail | None = None) -> list[Message
 #: usually changes the newest messages, and this many usually hold their tool batch
 #: back to what starts it and the run's latest thinking lines, so the walks below
 #: need no query of their own (SPEC §8 P1, P2). A longer walk goes on by query.
-FRAME_TAIL = 24
+FRAME_TAIL = 16
 
 
 @dataclass(frozen=True)
