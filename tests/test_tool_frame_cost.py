@@ -330,3 +330,25 @@ def test_an_update_to_an_early_entry_of_a_long_batch_reads_at_most_4_queries(
     with django_assert_max_num_queries(4):
         html = frames.change_frame(conversation, first, last, changes).html
     assert 'data-tool-call-id="l1"' in html and "early" in html
+
+
+def test_g14_calls_without_an_attempt_number_are_not_compared_for_retries(user, monkeypatch):
+    """Merging attempts compared each entry with every earlier one: quadratic in a
+    giant batch's 200 shown entries, on every live frame and page load. An entry with
+    no attempt number cannot be a retry, so it is compared with none."""
+    from chatui import presenters
+
+    compared = []
+    real = presenters._retries
+    monkeypatch.setattr(
+        presenters, "_retries", lambda *args: compared.append(args[2].pk) or real(*args)
+    )
+    conversation = Conversation.objects.create(owner=user, title="many")
+    ingest(conversation, [tool(f"c{n}") for n in range(60)])
+    ingest(conversation, [tool("f1", "flaky", attempt=1), done("f1", error="x")])
+    first, last, changes = frame_after(conversation, tool("f2", "flaky", attempt=2))
+    html = frames.change_frame(conversation, first, last, changes).html
+    first_attempt, retry = conversation.messages.filter(tool_name="flaky").order_by("position")
+    # Only the numbered attempts looked for a chain to continue.
+    assert set(compared) == {first_attempt.pk, retry.pk}
+    assert f'<li id="{first_attempt.dom_id}"' in html and 'data-tool-call-id="f2"' in html
