@@ -92,27 +92,34 @@ class Tail:
 def latest_messages(conversation_id, limit: int | None = None) -> Tail:
     """The conversation's latest `limit` (FRAME_TAIL) messages, read in one query."""
     limit = limit or FRAME_TAIL
-    rows = list(_raw_messages("", [], order="DESC", limit=limit, conversation_id=conversation_id))
+    rows = list(_latest_rows(conversation_id, limit))
     return Tail(rows[::-1], complete=len(rows) < limit)
 
 
-def _raw_messages(
-    where: str, params: list, *, order: str, limit: int, conversation_id, columns: str = ""
+def _latest_rows(
+    conversation_id, limit: int, *, columns: str = "", below: int | None = None, **equal
 ) -> RawQuerySet[Message]:
-    """A conversation's messages by hand-written SQL, for the two reads of every live
-    frame: building and compiling the same query with the ORM costs about 0.3 ms,
-    more than running it (SPEC §8 P1). `where` adds conditions on `params`; all
+    """A conversation's latest `limit` messages (before position `below`, with the
+    columns named in `equal` equal to their values), newest first, by hand-written
+    SQL: these are the reads of every live frame, and building and compiling the same
+    query with the ORM costs about 0.3 ms, more than running it (SPEC §8 P1). All
     columns are read unless `columns` names some."""
     qn = connection.ops.quote_name
     conversation = Message._meta.get_field("conversation")
+    where = [f"{qn(conversation.column)} = %s"]
+    params = [conversation.get_db_prep_value(conversation_id, connection)]
+    for column, value in equal.items():  # column names from our code, values as params
+        where.append(f"{qn(column)} = %s")
+        params.append(value)
+    if below is not None:
+        where.append(f"{qn('position')} < %s")
+        params.append(below)
     sql = (
         f"SELECT {columns or _message_columns(connection.vendor)}"
-        f" FROM {qn(Message._meta.db_table)}"
-        f" WHERE {qn(conversation.column)} = %s{where}"
-        f" ORDER BY {qn('position')} {order} LIMIT %s"
+        f" FROM {qn(Message._meta.db_table)} WHERE {' AND '.join(where)}"
+        f" ORDER BY {qn('position')} DESC LIMIT %s"
     )
-    key = conversation.get_db_prep_value(conversation_id, connection)
-    return Message.objects.raw(sql, [key, *params, limit])
+    return Message.objects.raw(sql, [*params, limit])
 
 
 @cache
@@ -163,15 +170,14 @@ def spinners_before(message: Message, limit: int = 1, tail: Tail | None = None) 
         below = tail.messages[0].position
     # Each frame removes the lines before its run's new work, so only the latest
     # can still be on a page.
-    qn = connection.ops.quote_name
-    where = "".join(f" AND {qn(column)} = %s" for column in ("role", "status_type", "run_id"))
-    rows = _raw_messages(
-        f"{where} AND {qn('position')} < %s",
-        [Role.STATUS.value, "thinking", message.run_id, below],
-        order="DESC",
-        limit=limit - len(found),
-        conversation_id=message.conversation_id,
-        columns=qn(Message._meta.pk.column),
+    rows = _latest_rows(
+        message.conversation_id,
+        limit - len(found),
+        columns=connection.ops.quote_name(Message._meta.pk.column),
+        below=below,
+        role=Role.STATUS.value,
+        status_type="thinking",
+        run_id=message.run_id,
     )
     return found + list(rows)
 
