@@ -215,10 +215,18 @@ SCENARIOS: dict[str, Callable[[], list[list[dict]]]] = {
     "giant_batch": giant_events,
     "long_batch": lambda: one_at_a_time(long_batch_events()),
     "long_batch_in_threes": lambda: in_threes(long_batch_events()),
+    "showcase_replayed": lambda: one_at_a_time(showcase_events()),
+    "nested_replayed": lambda: one_at_a_time(nested_events()),
+    "long_batch_replayed": lambda: one_at_a_time(long_batch_events()),
 }
+#: Scenarios that also record, every N ingests, what a page that missed the last 7
+#: events gets on reconnecting (frames.replay_frame: messages read by pk, not only
+#: the latest ones).
+REPLAY_EVERY = {"showcase_replayed": 4, "nested_replayed": 3, "long_batch_replayed": 5}
+REPLAY_GAP = 7
 
 
-def frames_of(conversation: Conversation, ingests: list[list[dict]]) -> str:
+def frames_of(conversation: Conversation, ingests: list[list[dict]], replay_every: int = 0) -> str:
     """Every frame of the scenario, normalised, one after another."""
     numbers: dict[str, int] = {}
     out = []
@@ -230,6 +238,11 @@ def frames_of(conversation: Conversation, ingests: list[list[dict]]) -> str:
         first = result.last_seq - result.accepted + 1
         html = frames.change_frame(conversation, first, result.last_seq, result.changes).html
         out.append(f"=== ingest {n} ===\n{normalised(html, conversation, numbers)}\n")
+        if replay_every and n % replay_every == replay_every - 1:
+            after = max(0, result.last_seq - REPLAY_GAP)
+            replayed = frames.replay_frame(conversation.pk, after)
+            html = replayed.html if replayed is not None else "(none)"
+            out.append(f"=== replay after {after} ===\n{normalised(html, conversation, numbers)}\n")
     return "".join(out)
 
 
@@ -245,7 +258,9 @@ def test_every_tool_frame_is_unchanged_from_the_golden_frames(user, scenario):
 #: A frame's first read cut short (1, 3 messages: walks go on by query from every
 #: place) or holding the whole conversation (no query after it).
 @pytest.mark.parametrize("tail", [1, 3, 10_000])
-@pytest.mark.parametrize("scenario", ["showcase_in_threes", "nested", "long_batch", "giant_batch"])
+@pytest.mark.parametrize(
+    "scenario", ["showcase_in_threes", "nested_replayed", "long_batch_replayed", "giant_batch"]
+)
 def test_frames_do_not_depend_on_how_many_latest_messages_a_frame_reads_first(
     user, scenario, tail, monkeypatch
 ):
@@ -257,7 +272,9 @@ def check_scenario(user, scenario: str) -> None:
     conversation = Conversation.objects.create(owner=user, title="frames")
     if scenario in SETUPS:
         ingest(conversation, SETUPS[scenario]())
-    check_golden(GOLDEN / f"{scenario}.html", frames_of(conversation, SCENARIOS[scenario]()))
+    ingests = SCENARIOS[scenario]()
+    actual = frames_of(conversation, ingests, REPLAY_EVERY.get(scenario, 0))
+    check_golden(GOLDEN / f"{scenario}.html", actual)
 
 
 # -- what one tool event's frame reads ---------------------------------------------------
