@@ -215,14 +215,11 @@ SCENARIOS: dict[str, Callable[[], list[list[dict]]]] = {
     "giant_batch": giant_events,
     "long_batch": lambda: one_at_a_time(long_batch_events()),
     "long_batch_in_threes": lambda: in_threes(long_batch_events()),
-    "showcase_replayed": lambda: one_at_a_time(showcase_events()),
-    "nested_replayed": lambda: one_at_a_time(nested_events()),
-    "long_batch_replayed": lambda: one_at_a_time(long_batch_events()),
 }
 #: Scenarios that also record, every N ingests, what a page that missed the last 7
 #: events gets on reconnecting (frames.replay_frame: messages read by pk, not only
 #: the latest ones).
-REPLAY_EVERY = {"showcase_replayed": 4, "nested_replayed": 3, "long_batch_replayed": 5}
+REPLAY_EVERY = {"showcase": 4, "nested": 3, "long_batch": 5}
 REPLAY_GAP = 7
 
 
@@ -258,9 +255,7 @@ def test_every_tool_frame_is_unchanged_from_the_golden_frames(user, scenario):
 #: A frame's first read cut short (1, 3 messages: walks go on by query from every
 #: place) or holding the whole conversation (no query after it).
 @pytest.mark.parametrize("tail", [1, 3, 10_000])
-@pytest.mark.parametrize(
-    "scenario", ["showcase_in_threes", "nested_replayed", "long_batch_replayed", "giant_batch"]
-)
+@pytest.mark.parametrize("scenario", ["showcase_in_threes", "nested", "long_batch", "giant_batch"])
 def test_frames_do_not_depend_on_how_many_latest_messages_a_frame_reads_first(
     user, scenario, tail, monkeypatch
 ):
