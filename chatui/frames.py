@@ -69,7 +69,7 @@ def change_frame(
     parts += [_delete(f"m-{pk}") for pk in changes.removed]
     appended = {pk: pieces for pk, pieces in changes.appended.items() if pk not in changes.created}
     others = [pk for pk in changes.changed if pk not in appended]
-    parts += _changed_parts(others, changes.created)
+    parts += _changed_parts(conversation.pk, others, changes.created)
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
         parts.append(render_run_state(conversation, oob=True))
@@ -85,11 +85,16 @@ def frame_body(first_seq: int, last_seq: int, html: str) -> str:
     return html[len(head) :]
 
 
-def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
+def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -> list[str]:
+    if not changed_pks:
+        return []
     parts: list[str] = []
     done_messages: set[int] = set()
-    messages = list(selectors.messages_by_pk(changed_pks))
-    batches = _touched_batches(messages)
+    # One query for the conversation's latest messages: the changed ones, their tool
+    # batch and their run's thinking lines are usually among them (SPEC §8 P1, P2).
+    tail = selectors.latest_messages(conversation_id)
+    messages = selectors.messages_by_pk(changed_pks, tail)
+    batches = _touched_batches(messages, tail)
     emitted: set[str] = set()
     for message in messages:
         if message.role == Role.TOOL:
@@ -99,17 +104,17 @@ def _changed_parts(changed_pks: Iterable[int], created: set[int]) -> list[str]:
                 parts += _batch_parts(*found, created)
             continue
         if message.role == Role.ASSISTANT:
-            parts += _assistant_parts(message, created, done_messages)
+            parts += _assistant_parts(message, created, done_messages, tail)
             continue
         items = presenters.present_transcript([message])
         if items:
             parts.append(_render_item(items[0], append=message.pk in created))
-    parts += [_delete(dom_id) for dom_id in _superseded_spinners(messages, created)]
+    parts += [_delete(dom_id) for dom_id in _superseded_spinners(messages, created, tail)]
     return parts
 
 
 def _touched_batches(
-    messages: list[Message],
+    messages: list[Message], tail: selectors.Tail
 ) -> dict[int, tuple[presenters.ToolBatchView, set[int]]]:
     """Tool message pk → (the batch showing it, the batch's changed pks): each batch is
     presented once however many of its entries changed."""
@@ -118,7 +123,7 @@ def _touched_batches(
         if message.role != Role.TOOL:
             continue
         if message.pk not in found:
-            batch = _batch_of(message)
+            batch = _batch_of(message, tail)
             if batch is None:
                 continue
             touched: set[int] = set()
@@ -169,7 +174,9 @@ def _append(container: str, html: str) -> str:
     return f'<div hx-swap-oob="beforeend:#{container}">{html}</div>'
 
 
-def _superseded_spinners(messages: list[Message], created: set[int]) -> list[str]:
+def _superseded_spinners(
+    messages: list[Message], created: set[int], tail: selectors.Tail
+) -> list[str]:
     """§10 one status line: whatever a run adds replaces its thinking line, in the
     same frame (presenters.superseded_spinners decides which lines are hidden)."""
     latest: dict[str, Message] = {}  # per run, its newest new message: one query per run
@@ -182,15 +189,17 @@ def _superseded_spinners(messages: list[Message], created: set[int]) -> list[str
     return [
         spinner.dom_id
         for run, message in latest.items()
-        for spinner in selectors.spinners_before(message, limit=new_in_run[run] + 1)
+        for spinner in selectors.spinners_before(message, new_in_run[run] + 1, tail)
     ]
 
 
-def _assistant_parts(message: Message, created: set[int], done: set[int]) -> list[str]:
+def _assistant_parts(
+    message: Message, created: set[int], done: set[int], tail: selectors.Tail
+) -> list[str]:
     """The assistant message, presented among its run's steps (S1's meta line sums
     them and sits under the last shown one). When a step is new or final the line
     may move, so the run's other shown messages are re-rendered too."""
-    steps = selectors.run_steps(message)
+    steps = selectors.run_steps(message, tail)
     shown = {item.pk: item for item in presenters.present_transcript(steps)}
     parts: list[str] = []
     if message.pk in shown:
@@ -206,9 +215,9 @@ def _assistant_parts(message: Message, created: set[int], done: set[int]) -> lis
     return parts
 
 
-def _batch_of(message: Message) -> presenters.ToolBatchView | None:
+def _batch_of(message: Message, tail: selectors.Tail) -> presenters.ToolBatchView | None:
     """Present the batch holding `message` from the messages it spans."""
-    items = presenters.present_transcript(selectors.batch_slice(message))
+    items = presenters.present_transcript(selectors.batch_slice(message, tail))
     return presenters.batch_containing(items, message.pk)
 
 

@@ -52,13 +52,16 @@ T = TypeVar("T")
 _samples = itertools.count(1)
 
 
-def _sample(field: models.Field) -> Any:
+def _sample(field: models.Field, connection) -> Any:
     """A value of `field`'s type that no real query passes."""
     n = next(_samples)
     if isinstance(field, models.UUIDField):
         return uuid.uuid4()
     if isinstance(field, models.IntegerField):
-        return -(10**15) - n
+        # Near the top of its range: Django refuses to compile a comparison with a value
+        # outside it (EmptyResultSet), and no real id, seq or position comes near.
+        _low, high = connection.ops.integer_field_range(field.get_internal_type())
+        return (high or 2**62) - n
     if isinstance(field, models.CharField | models.TextField):
         return f"\x01chatui-prepared-{n}-{uuid.uuid4().hex}\x01"
     raise TypeError(f"no sample value for a {type(field).__name__}")
@@ -131,7 +134,7 @@ class Prepared(Generic[T]):
 
     def _compile_now(self, using: str) -> _Compiled:
         connection = connections[using]
-        samples = {name: _sample(field) for name, field in self.fields.items()}
+        samples = {name: _sample(field, connection) for name, field in self.fields.items()}
         queryset = self.build(**samples)
         compiler = queryset.query.get_compiler(connection=connection)
         sql, params = compiler.as_sql()
@@ -223,7 +226,7 @@ class PreparedUpdate:
             return cursor.rowcount
 
     def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
-        samples = {name: _sample(field) for name, field in self.fields.items()}
+        samples = {name: _sample(field, connection) for name, field in self.fields.items()}
         query = self.build(**samples).query.chain(UpdateQuery)
         query.add_update_values(self.changes(**samples))
         sql, params = query.get_compiler(connection=connection).as_sql()

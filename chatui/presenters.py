@@ -893,7 +893,12 @@ def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[To
         # The latest chain this attempt continues, if any. Not only the entry right
         # before: a runtime that announces a step's calls up front (the demo agent)
         # queues them all, so attempt 2 lands after its queued siblings.
-        chain = next((c for c in reversed(chains) if _retries(c[0][-1], c[1][-1], message)), None)
+        # Only a numbered attempt continues one (`_retries`): checking the others against
+        # every chain made a giant batch's entries cost quadratic time (SPEC §8 P1, P3).
+        chain = None
+        if _attempt(message) is not None:
+            retried = (c for c in reversed(chains) if _retries(c[0][-1], c[1][-1], message))
+            chain = next(retried, None)
         if chain is None:
             chains.append(([message], [view]))
         else:

@@ -823,9 +823,11 @@ class Projector:
     def _remove(self, doomed: QuerySet[Message]) -> None:
         """Delete `doomed`'s messages (flushed ones: call after `flush()`): viewers drop
         them, this projector forgets them, and the row counts lose their tools."""
-        rows = list(doomed.values_list("pk", "role", "tool_status"))
-        removed = {pk for pk, _role, _status in rows}
-        for pk, role, tool_status in rows:
+        # In position order (viewers' deletes in a stable order on every database), sorted
+        # here: an ORDER BY would have SQLite walk the conversation (`_end_streams`).
+        rows = sorted(doomed.values_list("position", "pk", "role", "tool_status"))
+        removed = {pk for _position, pk, _role, _status in rows}
+        for _position, pk, role, tool_status in rows:
             self.changes.remove(pk)
             if role == Role.TOOL:
                 self._count_tools(-1, -int(tool_status == ToolStatus.ERROR))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import takewhile
+from dataclasses import dataclass
+from functools import cache
+from itertools import chain, takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
@@ -57,18 +59,93 @@ def conversation_by_pk(conversation_id) -> Conversation | None:
     return Conversation.objects.filter(pk=conversation_id).first()
 
 
-def messages_by_pk(pks: Iterable[int]) -> QuerySet[Message]:
-    return Message.objects.filter(pk__in=list(pks)).order_by("position")
+def messages_by_pk(pks: Iterable[int], tail: Tail | None = None) -> list[Message]:
+    """The messages with these pks, in position order: those `tail` holds without a query."""
+    pks = list(pks)
+    known = {message.pk: message for message in tail.messages} if tail is not None else {}
+    found = [known[pk] for pk in pks if pk in known]
+    missing = [pk for pk in pks if pk not in known]
+    if missing and not (tail is not None and tail.complete):  # else they are gone
+        found += Message.objects.filter(pk__in=missing)
+    return sorted(found, key=lambda message: message.position)
+
+
+#: How many of a conversation's latest messages a live frame reads first: a frame
+#: usually changes the newest messages, and this many usually hold their tool batch
+#: back to what starts it and the run's latest thinking lines, so the walks below
+#: need no query of their own (SPEC §8 P1, P2). A longer walk goes on by query.
+FRAME_TAIL = 16
+
+
+@dataclass(frozen=True)
+class Tail:
+    """A conversation's latest messages in position order: every message from the
+    first one on, and, when `complete`, all of the conversation's messages."""
+
+    messages: list[Message]
+    complete: bool
+
+    def holds(self, position: int) -> bool:
+        """Does it hold every message at `position` and after?"""
+        return self.complete or position >= self.messages[0].position
+
+    def before(self, position: int) -> list[Message]:
+        """The messages it holds before `position`, newest first."""
+        return [m for m in reversed(self.messages) if m.position < position]
+
+
+def latest_messages(conversation_id, limit: int | None = None) -> Tail:
+    """The conversation's latest `limit` (FRAME_TAIL) messages, read in one query."""
+    limit = limit or FRAME_TAIL
+    rows = _latest(limit).all(conversation=conversation_id)
+    return Tail(rows[::-1], complete=len(rows) < limit)
+
+
+# The reads of every live frame, compiled once per LIMIT (chatui.prepared): building and
+# compiling them with the ORM costs about 0.3 ms each, more than running them (SPEC §8 P1).
+
+
+@cache
+def _latest(limit: int) -> Prepared[Message]:
+    return Prepared(
+        lambda conversation: Message.objects.filter(conversation_id=conversation).order_by(
+            "-position"
+        )[:limit],
+        conversation=Conversation._meta.pk,
+    )
+
+
+@cache
+def _spinners_below(limit: int) -> Prepared[Message]:
+    """A run's latest `thinking` lines before a position, newest first (their pks)."""
+    return Prepared(
+        lambda conversation, run_id, below: (
+            Message.objects.filter(
+                conversation_id=conversation,
+                role=Role.STATUS,
+                status_type="thinking",
+                run_id=run_id,
+                position__lt=below,
+            )
+            .order_by("-position")
+            .only("pk")[:limit]
+        ),
+        conversation=Conversation._meta.pk,
+        run_id=Message._meta.get_field("run_id"),
+        below=Message._meta.get_field("position"),
+    )
 
 
 def messages_changed_since(conversation: Conversation, after: int) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation, updated_seq__gt=after)
 
 
-def run_steps(message: Message) -> list[Message]:
+def run_steps(message: Message, tail: Tail | None = None) -> list[Message]:
     """The assistant messages of `message`'s run, in order (just `message` outside a run)."""
     if not message.run_id:
         return [message]
+    if tail is not None and tail.complete:
+        return [m for m in tail.messages if _is_step_of(m, message.run_id)]
     return list(
         Message.objects.filter(
             conversation_id=message.conversation_id,
@@ -78,20 +155,34 @@ def run_steps(message: Message) -> list[Message]:
     )
 
 
-def spinners_before(message: Message, limit: int = 1) -> list[Message]:
-    """The latest `thinking` lines of `message`'s run before it (§10: one status line)."""
-    return list(
-        Message.objects.filter(
-            conversation_id=message.conversation_id,
-            role=Role.STATUS,
-            status_type="thinking",
-            run_id=message.run_id,
-            position__lt=message.position,
-        )
-        # Each frame removes the lines before its run's new work, so only the latest
-        # can still be on a page.
-        .order_by("-position")
-        .only("pk")[:limit]
+def _is_step_of(message: Message, run_id: str) -> bool:
+    return message.role == Role.ASSISTANT and message.run_id == run_id
+
+
+def spinners_before(message: Message, limit: int = 1, tail: Tail | None = None) -> list[Message]:
+    """The latest `thinking` lines of `message`'s run before it (§10: one status line):
+    those `tail` holds, and when they are fewer than `limit`, the rest by query."""
+    found: list[Message] = []
+    below = message.position
+    if tail is not None and tail.holds(message.position):
+        found = [m for m in tail.before(message.position) if _is_spinner_of(m, message.run_id)]
+        found = found[:limit]
+        if len(found) == limit or tail.complete:
+            return found
+        below = tail.messages[0].position
+    # Each frame removes the lines before its run's new work, so only the latest
+    # can still be on a page.
+    rows = _spinners_below(limit - len(found)).all(
+        conversation=message.conversation_id, run_id=message.run_id, below=below
+    )
+    return found + rows
+
+
+def _is_spinner_of(message: Message, run_id: str) -> bool:
+    return (
+        message.role == Role.STATUS
+        and message.status_type == "thinking"
+        and message.run_id == run_id
     )
 
 
@@ -259,32 +350,25 @@ def _widen_forward(query: QuerySet[Message], window: list[Message]) -> list[Mess
     return window + list(rest)
 
 
-def batch_slice(message: Message) -> MessageWindow:
+def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
     """The messages of the tool batch holding `message` (and its ancestors' batch).
 
     Of a giant batch only what its latest BATCH_WINDOW entries need is loaded; the
-    part before is counted (`batch_head`), as on the page (SPEC §10)."""
-    # By id: `message.conversation` would cost a query per live frame.
-    siblings = Message.objects.filter(conversation_id=message.conversation_id).order_by("position")
-    start = message
-    seen = {message.tool_call_id}
-    while start.parent_tool_call_id and start.parent_tool_call_id not in seen:
-        parent = siblings.filter(role="tool", tool_call_id=start.parent_tool_call_id).first()
-        if parent is None:
-            break
-        seen.add(parent.tool_call_id)
-        start = parent if parent.position < start.position else start
-    # From the batch's start through `message`, then on to the next breaker: one query
-    # in the usual case, where `message` is near the end of the conversation.
+    part before is counted (`batch_head`), as on the page (SPEC §10). What `tail`
+    holds is not read again: a batch near the end of the conversation costs no query
+    (nor a query built and left unused: building one costs about as much as a row)."""
+    start = _batch_start(message)
+    # From the batch's start through `message`, then on to the next breaker.
     rest: list[Message] = []
-    for later in _chunks(siblings.filter(position__gte=start.position)):
+    for later in _rows_from(message.conversation_id, start.position, tail):
         if later.position > message.position and breaks_batch(later):
             break
         rest.append(later)
-    earlier = siblings.filter(position__lt=start.position)
     needed = BATCH_WINDOW - sum(map(_is_root, rest))
     before: list[Message] = []
-    for previous in _chunks(earlier.order_by("-position")) if needed > 0 else ():
+    for previous in (
+        _rows_before(message.conversation_id, start.position, tail) if needed > 0 else ()
+    ):
         if breaks_batch(previous):
             return MessageWindow(before[::-1] + rest)
         before.append(previous)
@@ -293,12 +377,57 @@ def batch_slice(message: Message) -> MessageWindow:
             break
     window = MessageWindow(before[::-1] + rest)
     if needed <= 0:  # stopped inside the batch: count the part not loaded
-        span = earlier.filter(position__lt=window[0].position)
+        span = _siblings(message.conversation_id).filter(position__lt=window[0].position)
         breaker = _previous_breaker(span)
         if breaker is not None:
             span = span.filter(position__gt=breaker.position)
         window.batch_head = _batch_head(span)
     return window
+
+
+def _siblings(conversation_id) -> QuerySet[Message]:
+    # By id: `message.conversation` would cost a query per live frame.
+    return Message.objects.filter(conversation_id=conversation_id).order_by("position")
+
+
+def _batch_start(message: Message) -> Message:
+    """`message`, or the earliest of its ancestors (a nested entry shows in theirs)."""
+    start = message
+    seen = {message.tool_call_id}
+    while start.parent_tool_call_id and start.parent_tool_call_id not in seen:
+        parent = (
+            _siblings(message.conversation_id)
+            .filter(role="tool", tool_call_id=start.parent_tool_call_id)
+            .first()
+        )
+        if parent is None:
+            break
+        seen.add(parent.tool_call_id)
+        start = parent if parent.position < start.position else start
+    return start
+
+
+def _rows_from(conversation_id, position: int, tail: Tail | None) -> Iterable[Message]:
+    """The messages at `position` and after, in order: those before `tail` by query,
+    then `tail`'s (not read twice)."""
+    if tail is not None and tail.holds(position):
+        return (m for m in tail.messages if m.position >= position)
+    later = _siblings(conversation_id).filter(position__gte=position)
+    if tail is None:
+        return _chunks(later)
+    return chain(_chunks(later.filter(position__lt=tail.messages[0].position)), tail.messages)
+
+
+def _rows_before(conversation_id, position: int, tail: Tail | None) -> Iterator[Message]:
+    """The messages before `position`, newest first: those `tail` holds, then, only if
+    the walk goes on past them, the others by query."""
+    if tail is not None and tail.holds(position):
+        yield from tail.before(position)
+        if tail.complete:
+            return
+        position = tail.messages[0].position
+    earlier = _siblings(conversation_id).filter(position__lt=position)
+    yield from _chunks(earlier.order_by("-position"))
 
 
 def batch_before(conversation: Conversation, start_pk: int, before: int) -> MessageWindow:

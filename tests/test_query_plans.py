@@ -6,6 +6,8 @@ walking every message of the conversation (bench/profile_ingest.py --statements)
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -20,6 +22,11 @@ WALK = "(conversation_id=?)"
 #: The list row's preview (selectors.with_row_data): the newest message a row shows, read
 #: newest first with LIMIT 1 — it stops at the first message that is not a status line.
 LATEST_SHOWN = 'AS "last_role"'
+#: A frame's first read (selectors.latest_messages): the newest FRAME_TAIL messages.
+NEWEST = re.compile(
+    r'WHERE "chatui_message"\."conversation_id" = \'[0-9a-f]{32}\''
+    r' ORDER BY "chatui_message"\."position" DESC LIMIT \d+$'
+)
 
 
 def run_events(run: str, *, end: bool) -> list[dict]:
@@ -56,6 +63,8 @@ def plans_walking_the_conversation(queries: CaptureQueriesContext) -> list[str]:
                 continue
             if LATEST_SHOWN in sql:
                 continue  # a walk back from the newest message, stopping at the first shown
+            if NEWEST.search(sql):
+                continue  # the newest few, nothing else asked: LIMIT rows read
             cursor.execute("EXPLAIN QUERY PLAN " + sql)
             plan = " | ".join(row[-1] for row in cursor.fetchall())
             if "chatui_message" in plan and (WALK in plan or "SCAN chatui_message" in plan):
