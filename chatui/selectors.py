@@ -1,4 +1,11 @@
-"""Read-side queries. Views, the API, consumers and the admin read through these."""
+"""Read-side queries. Views, the API, consumers and the admin read through these.
+
+Why it is long: the transcript's windowed reads — a page's window, a tool batch's
+walk back to what starts it (`batch_slice`, `batch_before`), and a live frame's read
+of the newest messages (`Tail`) that those walks start from — share their walking
+helpers and must agree with each other on where a batch starts (SPEC §10), so they
+stay in one module.
+"""
 
 from __future__ import annotations
 
