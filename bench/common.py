@@ -392,8 +392,10 @@ def measure_window(measuring: threading.Event, stop: threading.Event, seconds: f
 
 
 @contextlib.contextmanager
-def maybe_py_spy(pid: int, out: str | None, seconds: float) -> Iterator[None]:
-    """Sample daphne with py-spy while the block runs (if `out` and py-spy exist)."""
+def maybe_py_spy(pid: int, out: str | None, seconds: float, *, gil: bool = False) -> Iterator[None]:
+    """Sample daphne with py-spy while the block runs (if `out` and py-spy exist). With
+    `gil`, only the thread holding the GIL is sampled: where the CPU goes, without the
+    time threads spend waiting for the GIL (which a plain sample counts as running)."""
     if not out:
         yield
         return
@@ -418,6 +420,7 @@ def maybe_py_spy(pid: int, out: str | None, seconds: float) -> Iterator[None]:
             out,
             "--nonblocking",
             "--threads",
+            *(["--gil"] if gil else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -93,7 +93,7 @@ def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) ->
 
     with ViewerPool(bench, paths, cookie) as pool:
         with load_threads(worker, args.threads, args.warmup, stop):
-            with maybe_py_spy(bench.pid, profile, args.seconds):
+            with maybe_py_spy(bench.pid, profile, args.seconds, gil=args.gil):
                 server_cpu, client_cpu = cpu_seconds(bench.pid), own_cpu_seconds()
                 elapsed = measure_window(measuring, stop, args.seconds)
                 server_cpu = cpu_seconds(bench.pid) - server_cpu
@@ -250,6 +250,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--max-requests", type=int, default=20000)
     parser.add_argument("--py-spy", metavar="PREFIX", help="profile daphne: PREFIX-<mode>.txt")
+    parser.add_argument("--gil", action="store_true", help="py-spy: the GIL holder only (CPU)")
     parser.add_argument(
         "--cluster",
         action="store_true",

@@ -42,7 +42,7 @@ from twisted.internet.defer import Deferred
 
 from .middleware import CONTENT_SECURITY_POLICY
 from .models import ApiToken
-from .tokens import token_for_async
+from .tokens import cached_token, token_for_async
 
 logger = logging.getLogger(__name__)
 
@@ -273,6 +273,10 @@ class GuardedRequest(WebRequest):
                 self.authenticate(credential)
 
     def authenticate(self, credential: str) -> None:
+        token = cached_token(credential)
+        if token is not None:  # trusted a moment ago: no lookup, no pause
+            self.edge_scope[SCOPE_TOKEN] = token
+            return
         # Read nothing more from this client until we know who it is.
         self.channel.transport.pauseProducing()
         lookup = asyncio.ensure_future(token_for_async(credential))

@@ -113,8 +113,14 @@ def _token_for_on_its_thread(credential: str) -> ApiToken | None:
         raise
 
 
+def cached_token(credential: str) -> ApiToken | None:
+    """The token with this value if it was found valid a moment ago; else None (which
+    says nothing: look it up)."""
+    return tokens.get(hash_token(credential))
+
+
 async def token_for_async(credential: str) -> ApiToken | None:
-    cached = tokens.get(hash_token(credential))
+    cached = cached_token(credential)
     if cached is not None:  # no hop to the lookup thread and back
         return cached
     loop = asyncio.get_running_loop()
