@@ -153,13 +153,17 @@ def run_steps(message: Message, tail: Tail | None = None) -> list[Message]:
         return [message]
     if tail is not None and tail.complete:
         return [m for m in tail.messages if _is_step_of(m, message.run_id)]
-    return list(
-        Message.objects.filter(
-            conversation_id=message.conversation_id,
-            role=Role.ASSISTANT,
-            run_id=message.run_id,
-        ).order_by("position")
-    )
+    return _RUN_STEPS.all(conversation=message.conversation_id, run_id=message.run_id)
+
+
+#: Every assistant frame's read (S1's meta line sums the run's steps): compiled once.
+_RUN_STEPS: Prepared[Message] = Prepared(
+    lambda conversation, run_id: Message.objects.filter(
+        conversation_id=conversation, role=Role.ASSISTANT, run_id=run_id
+    ).order_by("position"),
+    conversation=Conversation._meta.pk,
+    run_id=Message._meta.get_field("run_id"),
+)
 
 
 def _is_step_of(message: Message, run_id: str) -> bool:

@@ -163,3 +163,17 @@ def test_t3_search_snippets_mask_first_then_mark(leaky):
     text = "".join(part for part, _ in parts)
     assert GHP not in text and "••••wxyz" in text
     assert [part for part, marked in parts if marked] == ["deployed"]
+
+
+def test_t3_a_text_masked_again_comes_from_the_cache_and_long_texts_are_masked_too():
+    """Frames present a batch's entries at every event: their texts are masked once."""
+    from chatui.secrets import CACHED_MASK_CHARS, _mask_short, mask_text
+
+    short = "curl -H 'Authorization: Bearer sk-live-0123456789abcdef0123' https://x"
+    first = mask_text(short)
+    hits = _mask_short.cache_info().hits
+    assert mask_text(short) == first and "0123456789abcdef" not in first
+    assert _mask_short.cache_info().hits == hits + 1
+    long = "x" * CACHED_MASK_CHARS + " token=sk-live-0123456789abcdef0123"
+    assert "0123456789abcdef" not in mask_text(long)
+    assert mask_text(long).startswith("x" * CACHED_MASK_CHARS)
