@@ -24,8 +24,8 @@ from django.utils import timezone
 from . import search
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
-from .prepared import Prepared, PreparedInsert, PreparedSave
-from .projection import ROW_COUNT_FIELDS, ChangeSet, Lookup, Projector
+from .prepared import Prepared, PreparedInsert, PreparedLookup, PreparedSave
+from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ LOCK_CONVERSATION: Prepared[Conversation] = Prepared(
 )
 #: event_id -> body hash of the conversation's events with these ids. No ordering:
 #: Event's default one joins the conversation table to sort by it.
-EVENT_HASHES = Lookup(
+EVENT_HASHES = PreparedLookup(
     lambda pk: (
         Event.objects.filter(conversation_id=pk).order_by().values_list("event_id", "body_hash")
     ),

@@ -24,6 +24,7 @@ own (a scalar comparison, not an `__in` list whose length varies). Rows come bac
 as the QuerySet would give them: model instances (with `select_related` objects
 and annotations), or tuples / single values for `values_list`.
 
+`PreparedLookup` picks it or the ORM's `__in` by how many values are looked up;
 `PreparedUpdate` does the same for an UPDATE, `PreparedSave` for `save(update_fields=…)`
 of one row, `PreparedInsert` for `bulk_create` of rows whose primary keys are not
 read back.
@@ -198,6 +199,41 @@ def _converted(compiled: _Compiled, row: tuple, connection) -> list[Any]:
             value = convert(value, expression, connection)
         values[position] = value
     return values
+
+
+class PreparedLookup:
+    """The rows of one owner (a conversation) whose `field` is among some values: for
+    one value — a single-event request's usual case — one `Prepared` query; for more,
+    the ORM's `field__in`, in chunks that stay under SQLite's parameter limit.
+    `rows(owner_pk)` is the query before the field's filter; `owner` names its model's
+    foreign key to the owner, whose primary key field converts `owner_pk`."""
+
+    CHUNK = 500
+
+    def __init__(self, rows: Callable[[Any], Any], field: str, owner: str = "conversation"):
+        self.rows = rows
+        self.field = field
+        model = rows(None).model
+        owner_key = model._meta.get_field(owner).target_field
+        self.one: Prepared[Any] = Prepared(
+            lambda owner, value: rows(owner).filter(**{field: value}),
+            owner=owner_key,
+            value=model._meta.get_field(field),
+        )
+
+    def matching(self, owner_pk: Any, values: set[str]) -> list[Any]:
+        if not values:
+            return []
+        if len(values) == 1:
+            return self.one.all(owner=owner_pk, value=next(iter(values)))
+        ordered = sorted(values)
+        return [
+            row
+            for start in range(0, len(ordered), self.CHUNK)
+            for row in self.rows(owner_pk).filter(
+                **{f"{self.field}__in": ordered[start : start + self.CHUNK]}
+            )
+        ]
 
 
 class PreparedUpdate:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -42,7 +42,7 @@ from .models import (
     ToolStatus,
     position_for,
 )
-from .prepared import Prepared, PreparedSave, PreparedUpdate
+from .prepared import PreparedLookup, PreparedSave, PreparedUpdate
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
@@ -126,29 +126,6 @@ class KnownRuns:
 known_runs = KnownRuns()
 
 
-class Lookup:
-    """A conversation's rows whose `field` is among some values: the ORM query in
-    chunks, or — for one value, a single-event request's usual case — the same query
-    compiled once (chatui.prepared)."""
-
-    def __init__(self, rows: Callable[[Any], QuerySet], field: str):
-        self.rows = rows  # conversation pk -> the query before the field's filter
-        self.field = field
-        model_field = rows(None).model._meta.get_field(field)
-        self.one = Prepared(
-            lambda conversation, value: rows(conversation).filter(**{field: value}),
-            conversation=Conversation._meta.pk,
-            value=model_field,
-        )
-
-    def matching(self, conversation_pk: Any, values: set[str]) -> Iterable:
-        if not values:
-            return ()
-        if len(values) == 1:
-            return self.one.all(conversation=conversation_pk, value=next(iter(values)))
-        return _chunked_in(self.rows(conversation_pk), self.field, values)
-
-
 def _messages(conversation_pk: Any) -> QuerySet[Message]:
     # Unordered: sorted by position, SQLite walks the conversation's messages instead of
     # the index on what is looked up (tests/test_query_plans.py).
@@ -166,11 +143,11 @@ def _streaming_messages(conversation_pk: Any) -> QuerySet[Message]:
 #: What `Projector.prefetch` looks up. Messages by id: whole, or, for a call of deltas
 #: only, without their text (its head instead: `_shows_streaming`).
 MESSAGES_BY_ID = {
-    False: Lookup(_messages, "message_id"),
-    True: Lookup(_streaming_messages, "message_id"),
+    False: PreparedLookup(_messages, "message_id"),
+    True: PreparedLookup(_streaming_messages, "message_id"),
 }
-TOOLS_BY_CALL_ID = Lookup(lambda pk: _messages(pk).filter(role=Role.TOOL), "tool_call_id")
-RUNS_BY_ID = Lookup(
+TOOLS_BY_CALL_ID = PreparedLookup(lambda pk: _messages(pk).filter(role=Role.TOOL), "tool_call_id")
+RUNS_BY_ID = PreparedLookup(
     lambda pk: Run.objects.filter(conversation_id=pk).values_list("run_id", flat=True), "run_id"
 )
 SAVE_CHANGED = PreparedSave(Message, MUTABLE_FIELDS)
@@ -183,7 +160,7 @@ APPEND_TEXT = PreparedUpdate(
     seq=Message._meta.get_field("updated_seq"),
 )
 #: Tool call id -> the seq of its first logged progress.
-EARLY_PROGRESS = Lookup(
+EARLY_PROGRESS = PreparedLookup(
     lambda pk: (
         Event.objects.filter(conversation_id=pk, type="agent.tool.progress")
         .order_by()
@@ -1064,13 +1041,6 @@ def _write_changed(messages: list[Message]) -> None:
         SAVE_CHANGED.run(messages[0])
     else:
         Message.objects.bulk_update(messages, MUTABLE_FIELDS)
-
-
-def _chunked_in(query, field_name: str, values: set[str], size: int = 500):
-    """`query.filter(field__in=values)`, in chunks that stay under SQLite's limits."""
-    ordered = sorted(values)
-    for start in range(0, len(ordered), size):
-        yield from query.filter(**{f"{field_name}__in": ordered[start : start + size]})
 
 
 def _sync_tool_metadata(message: Message) -> None:

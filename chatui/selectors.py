@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from itertools import chain, takewhile
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -112,7 +112,7 @@ def latest_messages(conversation_id, limit: int | None = None) -> Tail:
 # compiling them with the ORM costs about 0.3 ms each, more than running them (SPEC §8 P1).
 
 
-@cache
+@lru_cache(maxsize=32)  # one shape per LIMIT: FRAME_TAIL, and a few in tests
 def _latest(limit: int) -> Prepared[Message]:
     return Prepared(
         lambda conversation: Message.objects.filter(conversation_id=conversation).order_by(
@@ -122,7 +122,7 @@ def _latest(limit: int) -> Prepared[Message]:
     )
 
 
-@cache
+@lru_cache(maxsize=32)  # one shape per LIMIT: a frame's new lines in one run, plus one
 def _spinners_below(limit: int) -> Prepared[Message]:
     """A run's latest `thinking` lines before a position, newest first (their pks)."""
     return Prepared(
