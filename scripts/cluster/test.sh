@@ -1,13 +1,52 @@
 #!/usr/bin/env bash
 # `make test-cluster`: the non-browser suite and tests/cluster/ against PostgreSQL
-# and Redis (DATABASE_URL and REDIS_URL come from the Makefile). Starts the services
-# when they are not running, and then stops them again at the end.
+# and Redis (DATABASE_URL and REDIS_URL come from the Makefile). Uses the services
+# when they are already running on the configured ports; else starts its own and
+# stops them again at the end.
+#
+# Its own run on ports free at that moment, chosen below the kernel's ephemeral range:
+# twice in CI PostgreSQL would not start on a fixed port ("Address already in use",
+# with nothing listening there a moment later), once on 55432 and once on 25432. A
+# start that still loses its ports to a race is tried again on others.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 services=scripts/cluster/services.sh
+python="${PYTHON:-.venv/bin/python}"
+
+free_port() {  # a port below 32768 that nothing holds now
+  "$python" - <<'EOF'
+import random
+import socket
+
+for _ in range(500):
+    port = random.randint(20000, 32000)
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    raise SystemExit("no free port between 20000 and 32000")
+EOF
+}
 
 if ! "$services" status; then
   trap '"$services" stop' EXIT
-  "$services" start
+  redis_db="${REDIS_URL##*/}"
+  for attempt in 1 2 3; do
+    CLUSTER_PG_PORT="$(free_port)"
+    CLUSTER_REDIS_PORT="$(free_port)"
+    export CLUSTER_PG_PORT CLUSTER_REDIS_PORT
+    export DATABASE_URL="postgres://chatui@127.0.0.1:$CLUSTER_PG_PORT/chatui"
+    export REDIS_URL="redis://127.0.0.1:$CLUSTER_REDIS_PORT/${redis_db:-1}"
+    if "$services" start; then
+      break
+    fi
+    echo "cluster: could not start on $CLUSTER_PG_PORT/$CLUSTER_REDIS_PORT (attempt $attempt)" >&2
+    "$services" stop || true
+    [ "$attempt" -lt 3 ] || exit 1
+  done
 fi
-"${PYTHON:-.venv/bin/python}" -m pytest -m "not browser" "$@"
+"$python" -m pytest -m "not browser" "$@"
