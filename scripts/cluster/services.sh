@@ -11,8 +11,9 @@
 # CLUSTER_REDIS_PORT (26379). Unusual ports, so a system PostgreSQL or Redis on the
 # standard ones is left alone, and below Linux's ephemeral range (32768–60999): a port
 # in it can be taken at any moment as the source port of some outgoing connection, and
-# PostgreSQL then fails to start with "Address already in use" (it did, in a CI run). The database is `chatui`, its owner the role `chatui`,
-# trusted on 127.0.0.1 only.
+# PostgreSQL then fails to start with "Address already in use". That happened on 25432
+# too, so `make test-cluster` (test.sh) picks ports free at that moment instead. The
+# database is `chatui`, its owner the role `chatui`, trusted on 127.0.0.1 only.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
