@@ -51,9 +51,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--mode",
-        choices=["single", "batch", "p1"],
+        choices=["single", "batch", "p1", "steps"],
         default="single",
-        help="single/batch: the P2 stream; p1: P1's tool started/completed (+ text every 5)",
+        help=(
+            "single/batch: the P2 stream; p1: P1's tool started/completed (+ text every 5);"
+            " steps: tool steps in batches of 50 (the side-by-side's tool steps)"
+        ),
     )
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--batch", type=int, default=100)
@@ -129,7 +132,10 @@ def run(args) -> None:
         label = f"GET /c/<id>/ ({args.page} messages)"
         per_request = 1
     else:
-        stream = P1Stream() if args.mode == "p1" else EventStream("profile")
+        if args.mode in ("p1", "steps"):
+            stream = P1Stream(text_every=5 if args.mode == "p1" else 50)
+        else:
+            stream = EventStream("profile")
         per_request = args.batch if args.mode == "batch" else 1
 
         def one() -> None:
@@ -224,10 +230,12 @@ def run(args) -> None:
 
 
 class P1Stream:
-    """What P1 posts: tool started, tool completed, and every 5 tools a text."""
+    """What P1 posts: tool started, tool completed, and every `text_every` tools a text
+    (which ends the tool batch)."""
 
-    def __init__(self) -> None:
+    def __init__(self, text_every: int = 5) -> None:
         self.n = 0
+        self.text_every = text_every
         self.pending: list[dict] = [
             {"type": "user.message", "content": "Run the checks.", "run_id": "p1"},
             {"type": "agent.status", "status": "running", "run_id": "p1"},
@@ -255,7 +263,7 @@ class P1Stream:
                     },
                 ]
                 self.n += 1
-                if self.n % 5 == 0:
+                if self.n % self.text_every == 0:
                     self.pending.append(
                         {
                             "type": "agent.step.completed",
