@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -647,7 +649,91 @@ def _tool_entry(
     children: Sequence[ToolEntryView] = (),
     depth: int = 0,
 ) -> ToolEntryView:
-    """R4: one tool message → its entry; `children` are its nested tools' entries."""
+    """R4: one tool message → its entry; `children` are its nested tools' entries.
+
+    A finished entry without children is presented once (`_FINISHED`): a live frame
+    presents the whole batch around the entry that changed, and a tool step would
+    otherwise cost as much as every entry before it (SPEC §8, tool steps)."""
+    key = _finished_key(message, display, depth) if not children else None
+    if key is None:
+        return _present_entry(message, now=now, display=display, children=children, depth=depth)
+    found = _FINISHED.get(key)
+    if found is None:
+        found = _present_entry(message, now=now, display=display, depth=depth)
+        if _text_size(found) <= MEMO_ENTRY_CHARS:
+            _FINISHED.put(key, found)
+    return found
+
+
+#: Entries holding more text than this are presented each time rather than kept.
+MEMO_ENTRY_CHARS = 8192
+
+
+class _EntryMemo:
+    """A bounded, thread-safe LRU of presented entries (writer threads share it)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple, ToolEntryView] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> ToolEntryView | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, entry: ToolEntryView) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            if len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_FINISHED = _EntryMemo(2048)
+
+
+def _finished_key(message: Message, display: Display, depth: int) -> tuple | None:
+    """What a finished entry's view depends on, or None while it may still change
+    with the clock (a pending tool's elapsed time). A message only changes through
+    the projection, which stamps the event's seq on it (`updated_seq`), and within
+    one conversation's log the state after a given event is always the same: so a
+    message at the same position with the same `updated_seq` shows the same, in the
+    live tables and in replay's scratch projections alike. The rest of the key guards
+    against ids reused across databases (replay's in-memory copy, a re-import)."""
+    if message.tool_status in PENDING or message.pk is None:
+        return None
+    return (
+        message._state.db,
+        message.conversation_id,
+        message.pk,
+        message.position,
+        message.updated_seq,
+        message.timestamp,
+        len(message.content),
+        display,
+        depth,
+    )
+
+
+def _text_size(entry: ToolEntryView) -> int:
+    texts = (entry.args_text, entry.details_json, entry.error, entry.call_line)
+    return sum(len(text) for text in texts if text)
+
+
+def _present_entry(
+    message: Message,
+    *,
+    now: datetime | None,
+    display: Display,
+    children: Sequence[ToolEntryView] = (),
+    depth: int = 0,
+) -> ToolEntryView:
     # T3: secrets are masked here (unless `display` reveals them), the one place tool
     # text becomes presentable.
     meta, content = display.tool_text(message.metadata or {}, message.content)

@@ -122,6 +122,18 @@ def _latest(limit: int) -> Prepared[Message]:
     )
 
 
+@lru_cache(maxsize=32)  # one shape per chunk size: _FIRST_CHUNK doubled up to _MAX_CHUNK
+def _older(limit: int) -> Prepared[Message]:
+    """A conversation's `limit` latest messages before a position, newest first."""
+    return Prepared(
+        lambda conversation, below: Message.objects.filter(
+            conversation_id=conversation, position__lt=below
+        ).order_by("-position")[:limit],
+        conversation=Conversation._meta.pk,
+        below=Message._meta.get_field("position"),
+    )
+
+
 @lru_cache(maxsize=32)  # one shape per LIMIT: a frame's new lines in one run, plus one
 def _spinners_below(limit: int) -> Prepared[Message]:
     """A run's latest `thinking` lines before a position, newest first (their pks)."""
@@ -223,6 +235,8 @@ def breaks_batch(message: Message) -> bool:
 
 
 _LOOKBACK = 50
+#: A live frame's walk back past its tail starts smaller: it usually ends within a batch.
+_FIRST_CHUNK = 32
 _MAX_CHUNK = 800
 
 
@@ -437,8 +451,16 @@ def _rows_before(conversation_id, position: int, tail: Tail | None) -> Iterator[
         if tail.complete:
             return
         position = tail.messages[0].position
-    earlier = _siblings(conversation_id).filter(position__lt=position)
-    yield from _chunks(earlier.order_by("-position"))
+    # By position, not OFFSET: each chunk is one index seek, and its query is compiled
+    # once per size (a live frame's walk back through a tool batch, SPEC §8 tool steps).
+    size = _FIRST_CHUNK
+    while True:
+        chunk = _older(size).all(conversation=conversation_id, below=position)
+        yield from chunk
+        if len(chunk) < size:
+            return
+        position = chunk[-1].position
+        size = min(2 * size, _MAX_CHUNK)
 
 
 def batch_before(conversation: Conversation, start_pk: int, before: int) -> MessageWindow:
