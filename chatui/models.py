@@ -12,10 +12,13 @@ import secrets
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from functools import cache
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import models
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 from django.urls import reverse
 
 from .fields import OrderedJSONField
@@ -162,6 +165,34 @@ class ToolStatus(models.TextChoices):
     DENIED = "denied", "Denied"
 
 
+M = TypeVar("M", bound=models.Model)
+
+
+def _loaded(cls: type[M], db: str | None, values: Sequence[Any]) -> M | None:
+    """A row with every column, made into an instance as `Model.from_db` makes it but
+    without `Model.__init__`'s per-field setattr: a live frame reads dozens of messages,
+    and that was a quarter of each row's cost (SPEC §8 tool steps). Only when nothing
+    listens to the model's init signals; a row with deferred columns goes the usual way."""
+    opts = cls._meta
+    if len(values) != len(opts.concrete_fields):
+        return None
+    if pre_init.has_listeners(cls) or post_init.has_listeners(cls):
+        return None
+    instance = cls.__new__(cls)
+    # What `__init__` sets: each column's attname (a FK's descriptor only clears a cached
+    # related object, and a new instance has none), and a fresh state.
+    instance.__dict__.update(zip(_attnames(cls), values, strict=True))
+    state = instance._state = ModelState()
+    state.adding = False
+    state.db = db
+    return instance
+
+
+@cache
+def _attnames(cls: type[models.Model]) -> tuple[str, ...]:
+    return tuple(field.attname for field in cls._meta.concrete_fields)
+
+
 class Message(models.Model):
     """A seed-000 Message, projected from events."""
 
@@ -216,7 +247,7 @@ class Message(models.Model):
 
     @classmethod
     def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]) -> Message:
-        instance = super().from_db(db, field_names, values)
+        instance = _loaded(cls, db, values) or super().from_db(db, field_names, values)
         # (Read from __dict__: a deferred tool_status is not loaded for it.)
         instance.stored_tool_status = instance.__dict__.get("tool_status")
         return instance

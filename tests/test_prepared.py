@@ -176,3 +176,51 @@ def test_p2_a_prepared_save_writes_what_save_update_fields_writes(conversation):
     assert stored.updated_at == conversation.updated_at > before
     Conversation.objects.filter(pk=conversation.pk).delete()
     assert SAVE_CONVERSATION.run(conversation) == 0
+
+
+# -- a message row made into an instance without Model.__init__ (chatui.models._loaded)
+
+
+def test_loaded_message_equals_what_model_init_makes(talk):
+    from django.db import models
+
+    names = [f.attname for f in Message._meta.concrete_fields]
+    for row in Message.objects.filter(conversation=talk).values_list(*names):
+        fast = Message.from_db("default", names, row)
+        usual = models.Model.from_db.__func__(Message, "default", names, row)
+        assert {
+            k: v for k, v in vars(fast).items() if k not in ("_state", "stored_tool_status")
+        } == {k: v for k, v in vars(usual).items() if k != "_state"}
+        assert (fast._state.adding, fast._state.db) == (usual._state.adding, usual._state.db)
+        assert fast.conversation == talk  # the foreign key's object still loads
+
+
+def test_loaded_message_saves_and_refreshes(talk):
+    message = Message.objects.filter(conversation=talk, role="assistant").get()
+    message.content = "changed"
+    message.save(update_fields=["content"])  # an UPDATE: the row is known to exist
+    message.refresh_from_db()
+    assert message.content == "changed"
+    assert Message.objects.filter(conversation=talk).count() == 3
+
+
+def test_deferred_columns_load_the_usual_way(talk):
+    message = Message.objects.filter(conversation=talk).only("pk").first()
+    assert message.get_deferred_fields() >= {"content", "metadata"}
+    assert message.content == "one"  # loaded on access, as Django does
+
+
+def test_init_signal_listeners_are_still_called(talk):
+    from django.db.models.signals import post_init
+
+    seen: list[int] = []
+
+    def listener(sender, instance, **kwargs):
+        seen.append(instance.pk)
+
+    post_init.connect(listener, sender=Message)
+    try:
+        loaded = list(Message.objects.filter(conversation=talk))
+    finally:
+        post_init.disconnect(listener, sender=Message)
+    assert seen == [m.pk for m in loaded]
