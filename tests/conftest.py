@@ -10,7 +10,12 @@ from django.test import Client
 
 from chatui.ingest import ingest
 from chatui.models import ApiToken, Conversation
+from tests.support.leftover_sockets import leftover_sockets_ended, track_communicators
 from tests.support.live import cluster_mode, drop_created_databases
+
+__all__ = ["leftover_sockets_ended"]  # a fixture: see pytest_collection_modifyitems
+
+track_communicators()
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLUSTER_TESTS = Path(__file__).parent / "cluster"
@@ -112,11 +117,15 @@ def pytest_ignore_collect(collection_path, config):
 def pytest_collection_modifyitems(config, items):
     """Browser tests last: they are the slowest, and Playwright's sync API keeps an
     event loop running in the main thread, which asyncio.run() elsewhere refuses.
+    Every asyncio test ends the sockets it left open (tests/support/leftover_sockets.py).
 
     `make test-cluster` runs against PostgreSQL + Redis and leaves out what can only
     hold on SQLite; its own tests (tests/cluster/) are marked `cluster`."""
     items.sort(key=lambda item: "tests/browser/" in str(item.path))
     for item in items:
+        if item.get_closest_marker("asyncio") is not None:
+            # Its sockets end inside its event loop (tests/support/leftover_sockets.py).
+            item.fixturenames.append("leftover_sockets_ended")
         if CLUSTER_TESTS in item.path.parents:
             item.add_marker(pytest.mark.cluster)
         marker = item.get_closest_marker("sqlite_only")
