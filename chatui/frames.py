@@ -90,6 +90,7 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
         return []
     parts: list[str] = []
     done_messages: set[int] = set()
+    runs: dict[str, dict[int, presenters.Item]] = {}  # a run's shown steps, read once
     # One query for the conversation's latest messages: the changed ones, their tool
     # batch and their run's thinking lines are usually among them (SPEC §8 P1, P2).
     tail = selectors.latest_messages(conversation_id)
@@ -104,7 +105,7 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
                 parts += _batch_parts(*found, created)
             continue
         if message.role == Role.ASSISTANT:
-            parts += _assistant_parts(message, created, done_messages, tail)
+            parts += _assistant_parts(message, created, done_messages, tail, runs)
             continue
         items = presenters.present_transcript([message])
         if items:
@@ -194,13 +195,21 @@ def _superseded_spinners(
 
 
 def _assistant_parts(
-    message: Message, created: set[int], done: set[int], tail: selectors.Tail
+    message: Message,
+    created: set[int],
+    done: set[int],
+    tail: selectors.Tail,
+    runs: dict[str, dict[int, presenters.Item]],
 ) -> list[str]:
     """The assistant message, presented among its run's steps (S1's meta line sums
     them and sits under the last shown one). When a step is new or final the line
-    may move, so the run's other shown messages are re-rendered too."""
-    steps = selectors.run_steps(message, tail)
-    shown = {item.pk: item for item in presenters.present_transcript(steps)}
+    may move, so the run's other shown messages are re-rendered too. A run's steps
+    are read and presented once per frame (`runs`), however many of them changed."""
+    key = message.run_id or f"#{message.pk}"  # outside a run: the message alone
+    shown = runs.get(key)
+    if shown is None:
+        steps = selectors.run_steps(message, tail)
+        shown = runs[key] = {item.pk: item for item in presenters.present_transcript(steps)}
     parts: list[str] = []
     if message.pk in shown:
         parts.append(_render_item(shown[message.pk], append=message.pk in created))
