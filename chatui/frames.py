@@ -93,7 +93,7 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
     runs: dict[str, dict[int, presenters.Item]] = {}  # a run's shown steps, read once
     # One query for the conversation's latest messages: the changed ones, their tool
     # batch and their run's thinking lines are usually among them (SPEC §8 P1, P2).
-    tail = selectors.latest_messages(conversation_id)
+    tail = selectors.latest_messages(conversation_id, _tail_size(len(changed_pks)))
     messages = selectors.messages_by_pk(changed_pks, tail)
     batches = _touched_batches(messages, tail)
     emitted: set[str] = set()
@@ -112,6 +112,16 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
             parts.append(_render_item(items[0], append=message.pk in created))
     parts += [_delete(dom_id) for dom_id in _superseded_spinners(messages, created, tail)]
     return parts
+
+
+def _tail_size(changed: int) -> int:
+    """FRAME_TAIL, doubled until it holds the changed messages with room to spare: a
+    batched ingest changes dozens, whose batches would otherwise each be walked to by
+    query. Powers of two, so that few LIMIT shapes are compiled."""
+    size = selectors.FRAME_TAIL
+    while size < changed + selectors.FRAME_TAIL // 2:
+        size *= 2
+    return size
 
 
 def _touched_batches(

@@ -364,3 +364,35 @@ def test_g14_calls_without_an_attempt_number_are_not_compared_for_retries(user, 
     # Only the numbered attempts looked for a chain to continue.
     assert set(compared) == {first_attempt.pk, retry.pk}
     assert f'<li id="{first_attempt.dom_id}"' in html and 'data-tool-call-id="f2"' in html
+
+
+def test_p2_batched_ingest_frame_reads_its_batches_from_one_read(
+    user, django_assert_max_num_queries
+):
+    """A batch of events touching several tool batches (P2's batches of 100): the first
+    read holds every changed message and the batches around them, so no batch is
+    walked to by a query of its own."""
+    conversation = Conversation.objects.create(owner=user, title="batched")
+    ingest(conversation, timed(p1_events(5)))
+    events = []
+    for n in range(24):  # 6 batches of 4 calls, each followed by a text
+        events += [tool(f"b{n}"), done(f"b{n}", result="ok")]
+        if n % 4 == 3:
+            events.append(
+                {
+                    "type": "agent.step.completed",
+                    "run_id": RUN,
+                    "message_id": f"b-text-{n}",
+                    "content": "Checked.",
+                }
+            )
+    first, last, changes = frame_after(conversation, *timed(events))
+    assert 20 < len(changes.changed) <= frames.PIECEMEAL_LIMIT  # a piecemeal frame
+    with django_assert_max_num_queries(2):  # the latest messages; the run's steps
+        html = frames.change_frame(conversation, first, last, changes).html
+    assert html.count('class="tool-entry"') >= 20
+
+
+@pytest.mark.parametrize(("changed", "size"), [(1, 16), (8, 16), (9, 32), (20, 32), (40, 64)])
+def test_a_frame_first_read_grows_with_its_changes_in_few_sizes(changed, size):
+    assert frames._tail_size(changed) == size
