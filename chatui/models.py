@@ -51,7 +51,47 @@ class ConversationStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class Conversation(models.Model):
+M = TypeVar("M", bound=models.Model)
+
+
+def _loaded(cls: type[M], db: str | None, values: Sequence[Any]) -> M | None:
+    """A row with every column, made into an instance as `Model.from_db` makes it but
+    without `Model.__init__`'s per-field setattr: a live frame reads dozens of messages,
+    and that was a quarter of each row's cost (SPEC §8 tool steps). Only when nothing
+    listens to the model's init signals; a row with deferred columns goes the usual way."""
+    opts = cls._meta
+    if len(values) != len(opts.concrete_fields):
+        return None
+    if pre_init.has_listeners(cls) or post_init.has_listeners(cls):
+        return None
+    instance = cls.__new__(cls)
+    # What `__init__` sets: each column's attname (a FK's descriptor only clears a cached
+    # related object, and a new instance has none), and a fresh state.
+    instance.__dict__.update(zip(_attnames(cls), values, strict=True))
+    state = instance._state = ModelState()
+    state.adding = False
+    state.db = db
+    return instance
+
+
+@cache
+def _attnames(cls: type[models.Model]) -> tuple[str, ...]:
+    return tuple(field.attname for field in cls._meta.concrete_fields)
+
+
+class FastLoad(models.Model):
+    """A model whose rows load without `Model.__init__` when every column was read
+    (`_loaded`): the hot reads of ingest and of every live frame."""
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]):
+        return _loaded(cls, db, values) or super().from_db(db, field_names, values)
+
+
+class Conversation(FastLoad):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
@@ -165,35 +205,7 @@ class ToolStatus(models.TextChoices):
     DENIED = "denied", "Denied"
 
 
-M = TypeVar("M", bound=models.Model)
-
-
-def _loaded(cls: type[M], db: str | None, values: Sequence[Any]) -> M | None:
-    """A row with every column, made into an instance as `Model.from_db` makes it but
-    without `Model.__init__`'s per-field setattr: a live frame reads dozens of messages,
-    and that was a quarter of each row's cost (SPEC §8 tool steps). Only when nothing
-    listens to the model's init signals; a row with deferred columns goes the usual way."""
-    opts = cls._meta
-    if len(values) != len(opts.concrete_fields):
-        return None
-    if pre_init.has_listeners(cls) or post_init.has_listeners(cls):
-        return None
-    instance = cls.__new__(cls)
-    # What `__init__` sets: each column's attname (a FK's descriptor only clears a cached
-    # related object, and a new instance has none), and a fresh state.
-    instance.__dict__.update(zip(_attnames(cls), values, strict=True))
-    state = instance._state = ModelState()
-    state.adding = False
-    state.db = db
-    return instance
-
-
-@cache
-def _attnames(cls: type[models.Model]) -> tuple[str, ...]:
-    return tuple(field.attname for field in cls._meta.concrete_fields)
-
-
-class Message(models.Model):
+class Message(FastLoad):
     """A seed-000 Message, projected from events."""
 
     conversation = models.ForeignKey(
@@ -247,7 +259,7 @@ class Message(models.Model):
 
     @classmethod
     def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]) -> Message:
-        instance = _loaded(cls, db, values) or super().from_db(db, field_names, values)
+        instance = super().from_db(db, field_names, values)
         # (Read from __dict__: a deferred tool_status is not loaded for it.)
         instance.stored_tool_status = instance.__dict__.get("tool_status")
         return instance
@@ -282,7 +294,7 @@ class SecretReveal(models.Model):
         return f"{self.user} revealed {self.message_key} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
-class Run(models.Model):
+class Run(FastLoad):
     """One agent run (one user turn), as announced by its events."""
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
