@@ -140,7 +140,7 @@ class Event(models.Model):
     body_hash = models.CharField(max_length=64)
     type = models.CharField(max_length=40)
     run_id = models.CharField(max_length=200, blank=True)
-    tool_call_id = models.CharField(max_length=200, blank=True, db_index=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
     payload = OrderedJSONField()
     timestamp = models.DateTimeField()
     received_at = models.DateTimeField()
@@ -154,6 +154,12 @@ class Event(models.Model):
                 condition=models.Q(event_id__isnull=False),
                 name="event_id_unique",
             ),
+        ]
+        indexes = [
+            # A tool's logged events (its early progress, SPEC §8 P2). With the
+            # conversation first: on tool_call_id alone, SQLite (no statistics) rated
+            # an IN list of a batch's calls dearer than walking the conversation's events.
+            models.Index(fields=["conversation", "tool_call_id"]),
         ]
 
     def __str__(self) -> str:
