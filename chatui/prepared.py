@@ -24,10 +24,12 @@ own (a scalar comparison, not an `__in` list whose length varies). Rows come bac
 as the QuerySet would give them: model instances (with `select_related` objects
 and annotations), or tuples / single values for `values_list`.
 
-`PreparedLookup` picks it or the ORM's `__in` by how many values are looked up;
-`PreparedUpdate` does the same for an UPDATE, `PreparedSave` for `save(update_fields=…)`
-of one row, `PreparedInsert` for `bulk_create` of rows whose primary keys are not
-read back.
+An `__in` list is prepared per size (`InSizes`): padded to the next of a few
+sizes by repeating a value, so a batch's lookups of 2…500 values run five shapes,
+each compiled once. `PreparedLookup` looks rows up by one value or such a list;
+`PreparedUpdate` does the same for an UPDATE, `PreparedDelete` for a DELETE,
+`PreparedSave` for `save(update_fields=…)` of one row, `PreparedInsert` for
+`bulk_create` of rows whose primary keys are not read back.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from __future__ import annotations
 import itertools
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, models
@@ -46,9 +49,10 @@ from django.db.models.query import (
     ValuesListIterable,
     get_related_populators,
 )
-from django.db.models.sql import UpdateQuery
+from django.db.models.sql import DeleteQuery, UpdateQuery
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 _samples = itertools.count(1)
 
@@ -65,6 +69,9 @@ def _sample(field: models.Field, connection) -> Any:
         return (high or 2**62) - n
     if isinstance(field, models.CharField | models.TextField):
         return f"\x01chatui-prepared-{n}-{uuid.uuid4().hex}\x01"
+    if isinstance(field, models.DateTimeField):
+        # A moment no event carries: in the year 9000, n microseconds apart.
+        return datetime(9000, 1, 1, tzinfo=UTC) + timedelta(microseconds=n)
     raise TypeError(f"no sample value for a {type(field).__name__}")
 
 
@@ -201,38 +208,81 @@ def _converted(compiled: _Compiled, row: tuple, connection) -> list[Any]:
     return values
 
 
+class InSizes(Generic[S]):
+    """One prepared shape per IN-list size: a list of n values runs the shape of the
+    smallest size ≥ n, padded by repeating its last value (IN ignores repeats), in
+    chunks of the largest size (under SQLite's parameter limit). `make(names)` builds
+    the shape whose IN list holds the values named `names`, in order."""
+
+    SIZES = (8, 32, 128, 500)
+
+    def __init__(self, make: Callable[[tuple[str, ...]], S]):
+        self.make = make
+        self._shapes: dict[int, S] = {}
+        self._lock = threading.Lock()
+
+    def chunks(self, values: Iterable[Any]) -> Iterator[tuple[S, dict[str, Any]]]:
+        """(shape, its named values) for each chunk of `values` (sorted: stable SQL)."""
+        ordered = sorted(values)
+        largest = self.SIZES[-1]
+        for start in range(0, len(ordered), largest):
+            chunk = ordered[start : start + largest]
+            size = next(size for size in self.SIZES if size >= len(chunk))
+            padded = chunk + chunk[-1:] * (size - len(chunk))
+            yield self._shape(size), dict(zip(_in_names(size), padded, strict=True))
+
+    def _shape(self, size: int) -> S:
+        shape = self._shapes.get(size)
+        if shape is None:
+            with self._lock:
+                shape = self._shapes.get(size) or self.make(_in_names(size))
+                self._shapes[size] = shape
+        return shape
+
+
+def _in_names(size: int) -> tuple[str, ...]:
+    return tuple(f"in{n}" for n in range(size))
+
+
 class PreparedLookup:
     """The rows of one owner (a conversation) whose `field` is among some values: for
-    one value — a single-event request's usual case — one `Prepared` query; for more,
-    the ORM's `field__in`, in chunks that stay under SQLite's parameter limit.
-    `rows(owner_pk)` is the query before the field's filter; `owner` names its model's
-    foreign key to the owner, whose primary key field converts `owner_pk`."""
-
-    CHUNK = 500
+    one value — a single-event request's usual case — a `Prepared` equality; for more,
+    a prepared `field__in` per list size (`InSizes`). `rows(owner_pk)` is the query
+    before the field's filter; `owner` names its model's foreign key to the owner,
+    whose primary key field converts `owner_pk`."""
 
     def __init__(self, rows: Callable[[Any], Any], field: str, owner: str = "conversation"):
         self.rows = rows
         self.field = field
         model = rows(None).model
         owner_key = model._meta.get_field(owner).target_field
+        value_field = model._meta.get_field(field)
         self.one: Prepared[Any] = Prepared(
             lambda owner, value: rows(owner).filter(**{field: value}),
             owner=owner_key,
-            value=model._meta.get_field(field),
+            value=value_field,
         )
+
+        def among(names: tuple[str, ...]) -> Prepared[Any]:
+            return Prepared(
+                lambda owner, **values: rows(owner).filter(
+                    **{f"{field}__in": [values[name] for name in names]}
+                ),
+                owner=owner_key,
+                **dict.fromkeys(names, value_field),
+            )
+
+        self.among: InSizes[Prepared[Any]] = InSizes(among)
 
     def matching(self, owner_pk: Any, values: set[str]) -> list[Any]:
         if not values:
             return []
         if len(values) == 1:
             return self.one.all(owner=owner_pk, value=next(iter(values)))
-        ordered = sorted(values)
         return [
             row
-            for start in range(0, len(ordered), self.CHUNK)
-            for row in self.rows(owner_pk).filter(
-                **{f"{self.field}__in": ordered[start : start + self.CHUNK]}
-            )
+            for shape, named in self.among.chunks(values)
+            for row in shape.all(owner=owner_pk, **named)
         ]
 
 
@@ -269,6 +319,33 @@ class PreparedUpdate:
         return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
 
 
+class PreparedDelete:
+    """A DELETE compiled once, of the rows `build(**values)` selects — in SQL only: no
+    `on_delete` handling, no signals (the caller deals with what points at them)."""
+
+    def __init__(self, build: Callable[..., Any], **fields: models.Field):
+        self.build, self.fields = build, fields
+        self._compiled: dict[str, tuple[str, tuple, tuple]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, using: str = "default", **values: Any) -> int:
+        """Delete; the number of rows deleted."""
+        connection = connections[using]
+        with self._lock:
+            if using not in self._compiled:
+                self._compiled[using] = self._compile_now(connection)
+        sql, params, slots = self._compiled[using]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _filled(params, slots, values, connection))
+            return cursor.rowcount
+
+    def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
+        samples = {name: _sample(field, connection) for name, field in self.fields.items()}
+        query = self.build(**samples).query.chain(DeleteQuery)
+        sql, params = query.get_compiler(connection=connection).as_sql()
+        return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
+
+
 class PreparedSave:
     """`obj.save(update_fields=fields)` of a row that exists, as one UPDATE written once:
     each value through its field's `pre_save` (`auto_now`) and `get_db_prep_save`, as
@@ -282,14 +359,28 @@ class PreparedSave:
     def run(self, obj: models.Model, using: str = "default") -> int:
         """Save; the number of rows changed (0: the row is gone)."""
         connection = connections[using]
-        sql = self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
+        with connection.cursor() as cursor:
+            cursor.execute(self._sql_for(connection), self._params(obj, connection))
+            return cursor.rowcount
+
+    def run_many(self, objs: list[models.Model], using: str = "default") -> None:
+        """Save each of `objs`: the same UPDATE run for each row in one `executemany`
+        (`bulk_update`'s CASE WHEN per column and row costs more to build than to run)."""
+        connection = connections[using]
+        rows = [self._params(obj, connection) for obj in objs]
+        with connection.cursor() as cursor:
+            cursor.executemany(self._sql_for(connection), rows)
+
+    def _sql_for(self, connection) -> str:
+        using = connection.alias
+        return self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
+
+    def _params(self, obj: models.Model, connection) -> list[Any]:
         params = [
             field.get_db_prep_save(field.pre_save(obj, False), connection) for field in self.fields
         ]
         params.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
+        return params
 
     def _write_sql(self, connection) -> str:
         quote = connection.ops.quote_name
@@ -299,8 +390,9 @@ class PreparedSave:
 
 
 class PreparedInsert:
-    """`bulk_create` for rows nobody reads the primary key of (the event log's), as
-    one INSERT written once: each value converted by its field, as the ORM does."""
+    """`bulk_create` as one INSERT written once: each value converted by its field, as
+    the ORM does. `run` for rows nobody reads the primary key of (the event log's),
+    `run_returning` for rows whose primary keys are read back (new messages)."""
 
     def __init__(self, model: type[models.Model]):
         self.model = model
@@ -328,8 +420,39 @@ class PreparedInsert:
         for obj in objs:
             obj._state.adding, obj._state.db = False, using
 
+    def run_returning(self, objs: list[models.Model], using: str = "default") -> None:
+        """Insert `objs` and set their primary keys, as `bulk_create` does: one
+        multi-row `INSERT … RETURNING` per chunk the database's parameter limit allows
+        (rows come back in the order given, as `bulk_create` relies on too)."""
+        connection = connections[using]
+        if not connection.features.can_return_rows_from_bulk_insert:
+            self.model._base_manager.using(using).bulk_create(objs)
+            return
+        pk = self.model._meta.pk
+        per_statement = max(1, connection.ops.bulk_batch_size(self.fields, objs))
+        for start in range(0, len(objs), per_statement):
+            chunk = objs[start : start + per_statement]
+            params = [
+                field.get_db_prep_save(field.pre_save(obj, True), connection)
+                for obj in chunk
+                for field in self.fields
+            ]
+            with connection.cursor() as cursor:
+                cursor.execute(self._returning_sql(connection, len(chunk)), params)
+                keys = cursor.fetchall()
+            for obj, (key,) in zip(chunk, keys, strict=True):
+                setattr(obj, pk.attname, key)
+                obj._state.adding, obj._state.db = False, using
+
     def _write_sql(self, connection) -> str:
+        return f"{self._into(connection)} VALUES ({', '.join(['%s'] * len(self.fields))})"
+
+    def _returning_sql(self, connection, rows: int) -> str:
+        row = f"({', '.join(['%s'] * len(self.fields))})"
+        pk = connection.ops.quote_name(self.model._meta.pk.column)
+        return f"{self._into(connection)} VALUES {', '.join([row] * rows)} RETURNING {pk}"
+
+    def _into(self, connection) -> str:
         quote = connection.ops.quote_name
         columns = ", ".join(quote(field.column) for field in self.fields)
-        values = ", ".join(["%s"] * len(self.fields))
-        return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({values})"
+        return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns})"

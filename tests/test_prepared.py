@@ -3,6 +3,8 @@ same objects, as the ORM gives — without compiling the query again."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.db.models.functions import Substr
@@ -11,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 
 from chatui.ingest import SAVE_CONVERSATION
 from chatui.models import Conversation, Event, Message
-from chatui.prepared import Prepared, PreparedInsert
-from chatui.projection import APPEND_TEXT
+from chatui.prepared import InSizes, Prepared, PreparedDelete, PreparedInsert
+from chatui.projection import APPEND_TEXT, MESSAGES_BY_ID, SAVE_CHANGED
 
 MESSAGES = Prepared(
     lambda conversation, role: Message.objects.filter(
@@ -228,3 +230,107 @@ def test_init_signal_listeners_are_still_called(talk):
     finally:
         post_init.disconnect(listener, sender=Message)
     assert seen == [m.pk for m in loaded]
+
+
+# -- IN lists of any length, prepared per size (issue 12) -----------------------------
+
+
+@pytest.fixture
+def many(feed, conversation):
+    feed(
+        *[{"type": "user.message", "message_id": f"u{n:02}", "content": f"m{n}"} for n in range(40)]
+    )
+    return conversation
+
+
+@pytest.mark.parametrize("count", [2, 8, 9, 33, 40])
+def test_p2_a_lookup_of_many_values_finds_what_the_orms_in_finds(many, count):
+    ids = {f"u{n:02}" for n in range(count)} | {"missing"}
+    orm = Message.objects.filter(conversation=many, message_id__in=ids)
+    found = MESSAGES_BY_ID[False].matching(many.pk, ids)
+    assert sorted(fields_of(m)["id"] for m in found) == sorted(m.pk for m in orm)
+    assert len(found) == count
+
+
+def test_p2_lists_of_new_lengths_run_a_shape_compiled_for_their_size(many, monkeypatch):
+    """An IN list is padded to the next size (8, 32, …): lengths 2…8 share one
+    statement, so a batch's lookups stop compiling SQL once each size has run."""
+    lookup = MESSAGES_BY_ID[False]
+    lookup.matching(many.pk, {"u00", "u01"})  # the size-8 shape, compiled here if not before
+    compiled = []
+    as_sql = SQLCompiler.as_sql
+    monkeypatch.setattr(
+        SQLCompiler, "as_sql", lambda self, *a, **k: compiled.append(1) or as_sql(self, *a, **k)
+    )
+    with CaptureQueriesContext(connection) as queries:
+        for count in range(2, 9):
+            assert len(lookup.matching(many.pk, {f"u{n:02}" for n in range(count)})) == count
+    assert compiled == []
+    in_lists = [re.search(r" IN \(([^)]*)\)", q["sql"]).group(1) for q in queries]
+    assert [len(values.split(", ")) for values in in_lists] == [8] * 7
+
+
+def test_p2_a_list_longer_than_the_largest_size_runs_in_chunks(many):
+    sizes = InSizes(lambda names: names)
+    chunks = list(sizes.chunks(range(1001)))
+    assert [len(named) for _shape, named in chunks] == [500, 500, 8]
+    last = chunks[-1][1]
+    assert list(last.values()) == [1000] * 8  # one value, repeated to the size
+
+
+def test_p2_a_prepared_delete_deletes_only_the_rows_its_values_select(many):
+    doomed = list(Message.objects.filter(conversation=many, message_id__in=["u01", "u02"]))
+    delete = PreparedDelete(
+        lambda a, b: Message.objects.filter(pk__in=[a, b]),
+        a=Message._meta.pk,
+        b=Message._meta.pk,
+    )
+    assert delete.run(a=doomed[0].pk, b=doomed[1].pk) == 2
+    assert delete.run(a=doomed[0].pk, b=doomed[0].pk) == 0
+    assert Message.objects.filter(conversation=many).count() == 38
+
+
+def test_p2_insert_returning_stores_and_numbers_what_bulk_create_would(conversation):
+    """New messages: one INSERT … RETURNING per chunk (70 rows of 15 columns need two
+    under SQLite's 999 parameters), each object given its own row's key."""
+
+    def message(n: int) -> Message:
+        return Message(
+            conversation=conversation,
+            message_id=f"x{n}",
+            role="user",
+            content=f"text {n} ✓",
+            timestamp=conversation.created_at,
+            metadata={"z": n, "a": None},
+            position=n,
+        )
+
+    orm = [message(n) for n in range(1, 3)]
+    Message.objects.bulk_create(orm)
+    mine = [message(n) for n in range(3, 73)]
+    with CaptureQueriesContext(connection) as queries:
+        PreparedInsert(Message).run_returning(mine)
+    assert len(queries) == (2 if connection.vendor == "sqlite" else 1)
+    stored = {m.pk: m for m in Message.objects.filter(conversation=conversation)}
+    assert all(stored[m.pk].message_id == m.message_id for m in mine)
+    assert all(m._state.adding is False and m._state.db == "default" for m in mine)
+    skip = {"id", "message_id", "content", "position", "metadata"}
+
+    def as_dict(m: Message) -> dict:
+        return {k: v for k, v in fields_of(m).items() if k not in skip}
+
+    assert as_dict(stored[mine[0].pk]) == as_dict(stored[orm[0].pk])
+    assert list(stored[mine[0].pk].metadata) == ["z", "a"]
+
+
+def test_p2_save_many_writes_each_row_as_save_would(talk):
+    messages = list(Message.objects.filter(conversation=talk))
+    for n, message in enumerate(messages):
+        message.content, message.updated_seq = f"changed {n}", 100 + n
+    with CaptureQueriesContext(connection) as queries:
+        SAVE_CHANGED.run_many(messages)
+    assert len(queries) == 1
+    stored = {m.pk: m for m in Message.objects.filter(conversation=talk)}
+    assert [(stored[m.pk].content, stored[m.pk].updated_seq) for m in messages] == [
+        (f"changed {n}", 100 + n) for n in range(len(messages))
+    ]
