@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import F, Min, QuerySet, Value
 from django.db.models.functions import Concat, Substr
 
@@ -38,11 +38,20 @@ from .models import (
     Message,
     Role,
     Run,
+    SecretReveal,
     StatusType,
     ToolStatus,
     position_for,
 )
-from .prepared import PreparedLookup, PreparedSave, PreparedUpdate
+from .prepared import (
+    InSizes,
+    Prepared,
+    PreparedDelete,
+    PreparedInsert,
+    PreparedLookup,
+    PreparedSave,
+    PreparedUpdate,
+)
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
@@ -151,6 +160,7 @@ RUNS_BY_ID = PreparedLookup(
     lambda pk: Run.objects.filter(conversation_id=pk).values_list("run_id", flat=True), "run_id"
 )
 SAVE_CHANGED = PreparedSave(Message, MUTABLE_FIELDS)
+INSERT_MESSAGES = PreparedInsert(Message)
 #: Streamed text appended in SQL: the message is not read back (SPEC §8 P5).
 APPEND_TEXT = PreparedUpdate(
     lambda pk, text, seq: Message.objects.filter(pk=pk),
@@ -169,6 +179,107 @@ EARLY_PROGRESS = PreparedLookup(
     ),
     "tool_call_id",
 )
+
+# What a run's end and a status event run, compiled once (chatui.prepared): a batch
+# of 100 events ends one or two runs, and each of these compiled by the ORM cost
+# more than running it (SPEC §8 P2).
+_CONVERSATION = Conversation._meta.pk
+_MESSAGE_RUN = Message._meta.get_field("run_id")
+_RUN_ID = Run._meta.get_field("run_id")
+_RUN_STATUS = Run._meta.get_field("status")
+#: The conversation's latest run: the one whose status is the conversation's.
+LATEST_RUN = Prepared(
+    lambda pk: (
+        Run.objects.filter(conversation_id=pk)
+        .order_by("-started_seq")
+        .values_list("run_id", flat=True)[:1]
+    ),
+    pk=_CONVERSATION,
+)
+#: A run seen for the first time (`prefetch` found no row for it).
+INSERT_RUN = PreparedInsert(Run)
+SET_RUN_STATUS = PreparedUpdate(
+    lambda pk, run_id, status: Run.objects.filter(conversation_id=pk, run_id=run_id),
+    lambda pk, run_id, status: {"status": status},
+    pk=_CONVERSATION,
+    run_id=_RUN_ID,
+    status=_RUN_STATUS,
+)
+END_RUN = PreparedUpdate(
+    lambda pk, run_id, status, ended_at, error: Run.objects.filter(
+        conversation_id=pk, run_id=run_id
+    ),
+    lambda pk, run_id, status, ended_at, error: {
+        "status": status,
+        "ended_at": ended_at,
+        "error_message": error,
+    },
+    pk=_CONVERSATION,
+    run_id=_RUN_ID,
+    status=_RUN_STATUS,
+    ended_at=Run._meta.get_field("ended_at"),
+    error=Run._meta.get_field("error_message"),
+)
+RUN_STATUS = Prepared(
+    lambda pk, run_id: Run.objects.filter(conversation_id=pk, run_id=run_id).values_list(
+        "status", flat=True
+    ),
+    pk=_CONVERSATION,
+    run_id=_RUN_ID,
+)
+#: T2: a run's tools still waiting when it ends.
+UNANSWERED_TOOLS = Prepared(
+    lambda pk, run_id: Message.objects.filter(
+        conversation_id=pk, role=Role.TOOL, run_id=run_id, tool_status__in=OPEN
+    ).order_by("position"),
+    pk=_CONVERSATION,
+    run_id=_MESSAGE_RUN,
+)
+
+
+def _of_run(rows: Any) -> dict[bool, Prepared[Any]]:
+    """`rows(pk)` of a run and of no run (run_id ""), or of any run (for an event
+    without one): by whether the event names a run. Unordered: by the
+    (conversation, role, run_id, position) index, not a walk in position order."""
+    return {
+        True: Prepared(
+            lambda pk, run_id: rows(pk).filter(run_id__in=[run_id, ""]).order_by(),
+            pk=_CONVERSATION,
+            run_id=_MESSAGE_RUN,
+        ),
+        False: Prepared(lambda pk: rows(pk).order_by(), pk=_CONVERSATION),
+    }
+
+
+#: Answers still streaming when their run ends (SPEC §10).
+STREAMING = _of_run(
+    lambda pk: Message.objects.filter(conversation_id=pk, role=Role.ASSISTANT, is_final=False)
+)
+#: S3: a run's ephemeral statuses, as (position, pk, role, tool_status) for `_remove`.
+EPHEMERAL = _of_run(
+    lambda pk: Message.objects.filter(
+        conversation_id=pk, role=Role.STATUS, status_type__in=StatusType.EPHEMERAL
+    ).values_list("position", "pk", "role", "tool_status")
+)
+#: `_remove`'s delete, in SQL: the ORM's collector would first read every doomed row
+#: back to follow the one relation to messages, which sets its end to NULL
+#: (tests/test_batch_projection_cost.py checks it is still the only one).
+_MESSAGE_PK = Message._meta.pk
+UNLINK_REVEALS = InSizes(
+    lambda names: PreparedUpdate(
+        lambda **pks: SecretReveal.objects.filter(message_id__in=[pks[n] for n in names]),
+        lambda **pks: {"message": None},
+        **dict.fromkeys(names, _MESSAGE_PK),
+    )
+)
+DELETE_MESSAGES = InSizes(
+    lambda names: PreparedDelete(
+        lambda **pks: Message.objects.filter(pk__in=[pks[n] for n in names]),
+        **dict.fromkeys(names, _MESSAGE_PK),
+    )
+)
+#: What `_remove` deletes in SQL, and how each relation to messages is followed there.
+MESSAGE_RELATIONS = {(SecretReveal, "message"): models.SET_NULL}
 
 
 class Projector:
@@ -189,6 +300,12 @@ class Projector:
         self._messages: dict[str, Message | None] = {}
         self._tools: dict[str, Message | None] = {}
         self._runs: set[str] = set()
+        # Runs `prefetch` found no row for: created with a plain INSERT.
+        self._new_runs: set[str] = set()
+        # What this call knows of runs: the latest one's id ("" none, None not loaded)
+        # and the statuses it wrote or created them with.
+        self._latest_run: str | None = "" if empty else None
+        self._run_statuses: dict[str, str] = {}
         self._empty = empty
         self._new: list[Message] = []
         self._dirty: dict[int, Message] = {}
@@ -232,6 +349,7 @@ class Projector:
                 self._tools[message.tool_call_id] = message  # the earliest one wins
             self._runs.update(known_runs.among(pk, run_ids))
             self._runs.update(RUNS_BY_ID.matching(pk, run_ids - self._runs))
+        self._new_runs = run_ids - self._runs
         # Only a tool's `started` looks for progress logged before it (and only a tool that
         # had none before can have some): no query for a batch that starts no tool.
         started = {event.tool_call_id for event in events if event.type == "agent.tool.started"}
@@ -500,11 +618,9 @@ class Projector:
     def _run_has_ended(self, run_id: str) -> bool:
         if not run_id:
             return False
-        status = (
-            Run.objects.filter(conversation=self.conversation, run_id=run_id)
-            .values_list("status", flat=True)
-            .first()
-        )
+        status = self._run_statuses.get(run_id)
+        if status is None:
+            status = RUN_STATUS.one(pk=self.conversation.pk, run_id=run_id)
         return status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
@@ -711,39 +827,52 @@ class Projector:
 
     def _track_run(self, event: Event) -> None:
         """An unseen run_id starts a run; the conversation follows its latest run."""
-        if not event.run_id or event.run_id in self._runs:
+        run_id = event.run_id
+        if not run_id or run_id in self._runs:
             return
-        _run, created = Run.objects.get_or_create(
-            conversation=self.conversation,
-            run_id=event.run_id,
-            defaults={"started_at": event.timestamp, "started_seq": event.seq},
-        )
-        self._runs.add(event.run_id)
-        known_runs.add_on_commit(self.conversation.pk, event.run_id)
+        if run_id in self._new_runs:  # `prefetch` looked: no row (the conversation is locked)
+            run = Run(
+                conversation=self.conversation,
+                run_id=run_id,
+                started_at=event.timestamp,
+                started_seq=event.seq,
+            )
+            INSERT_RUN.run([run])
+            created = True
+        else:  # a run `prefetch` did not see named (AgentSpine's, named here)
+            run, created = Run.objects.get_or_create(
+                conversation=self.conversation,
+                run_id=run_id,
+                defaults={"started_at": event.timestamp, "started_seq": event.seq},
+            )
+        self._runs.add(run_id)
+        known_runs.add_on_commit(self.conversation.pk, run_id)
         if created:
+            # Its first event is the conversation's newest: the run is its latest.
+            self._latest_run = run_id
+            self._run_statuses[run_id] = run.status
             self._set_status(ConversationStatus.RUNNING)
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
         self._mark_unanswered_tools(event)
         self._end_streams(event)
         if event.run_id:
-            Run.objects.filter(conversation=self.conversation, run_id=event.run_id).update(
+            END_RUN.run(
+                pk=self.conversation.pk,
+                run_id=event.run_id,
                 status=status,
                 ended_at=event.timestamp,
-                error_message=payload.get("error_message", "") if status == "failed" else "",
+                error=payload.get("error_message", "") if status == "failed" else "",
             )
-        self._set_conversation_status(status, event.run_id)
+            self._run_statuses[event.run_id] = status
+        if self._follows(event.run_id):
+            self._set_status(status)
 
     def _mark_unanswered_tools(self, event: Event) -> None:
         """T2: a tool still waiting when its run ends never got a result: it shows
         "no result recorded", never a timer ticking for ever."""
         self.flush()
-        pending = Message.objects.filter(
-            conversation=self.conversation,
-            role=Role.TOOL,
-            run_id=event.run_id,
-            tool_status__in=OPEN,
-        )
+        pending = UNANSWERED_TOOLS.all(pk=self.conversation.pk, run_id=event.run_id)
         for row in pending:
             # The instance this projector already holds, so no stale copy overwrites it.
             message = self._messages.get(row.message_id) or row
@@ -757,27 +886,37 @@ class Projector:
         """A run that ends ends its streaming answers with the text they have (SPEC
         §10: the page then shows their final Markdown, as a fresh load does)."""
         self.flush()
-        # No ordering: sorted by position, SQLite would walk every message of the
-        # conversation rather than the (conversation, role, run_id, …) index.
-        streaming = Message.objects.filter(
-            conversation=self.conversation, role=Role.ASSISTANT, is_final=False
-        ).order_by()
-        if event.run_id:
-            streaming = streaming.filter(run_id__in=[event.run_id, ""])
-        for row in streaming:
+        for row in self._of_run(STREAMING, event.run_id):
             message = self._messages.get(row.message_id) or row
             self._messages[row.message_id] = message
             if not message.is_final:
                 message.is_final = True
                 self._save(message, event)
 
-    def _set_conversation_status(self, status: str, run_id: str) -> None:
+    def _of_run(self, shapes: dict[bool, Prepared[Any]], run_id: str) -> list[Any]:
+        """A `_of_run` shape's rows: of `run_id` and of no run, or of any run."""
         if run_id:
-            latest = Run.objects.filter(conversation=self.conversation).last()
-            if latest is not None and latest.run_id != run_id:
-                return  # an older run ending does not change a newer run's status
-            Run.objects.filter(conversation=self.conversation, run_id=run_id).update(status=status)
+            return shapes[True].all(pk=self.conversation.pk, run_id=run_id)
+        return shapes[False].all(pk=self.conversation.pk)
+
+    def _set_conversation_status(self, status: str, run_id: str) -> None:
+        """A run (re)starts: it and the conversation get `status`, unless a newer run
+        started since (then an older run's event changes neither)."""
+        if not self._follows(run_id):
+            return
+        if run_id and self._run_statuses.get(run_id) != status:
+            SET_RUN_STATUS.run(pk=self.conversation.pk, run_id=run_id, status=status)
+            self._run_statuses[run_id] = status
         self._set_status(status)
+
+    def _follows(self, run_id: str) -> bool:
+        """Whether the conversation's status follows `run_id`'s events: no run named,
+        or it is the latest run (or there is none)."""
+        if not run_id:
+            return True
+        if self._latest_run is None:
+            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
+        return self._latest_run in ("", run_id)
 
     def _set_status(self, status: str) -> None:
         if self.conversation.status != status:
@@ -785,30 +924,34 @@ class Projector:
             self.changes.conversation_changed = True
 
     def _reconcile(self, run_id: str) -> None:
-        """S3: drop this run's ephemeral statuses; errors and continuations stay."""
+        """S3: drop this run's ephemeral statuses; errors and continuations stay.
+        (Its streamed answers were made final by `_end_streams`: the flush indexes
+        them for search.)"""
         self.flush()
-        ephemeral = Message.objects.filter(
-            conversation=self.conversation,
-            role=Role.STATUS,
-            status_type__in=StatusType.EPHEMERAL,
-        ).order_by()  # by the run's index, not a walk in position order (`_end_streams`)
-        if run_id:
-            ephemeral = ephemeral.filter(run_id__in=[run_id, ""])
-        self._remove(ephemeral)
-        search.index_unfinished_answers(self.conversation, run_id)
+        self._remove_rows(self._of_run(EPHEMERAL, run_id))
 
     def _remove(self, doomed: QuerySet[Message]) -> None:
-        """Delete `doomed`'s messages (flushed ones: call after `flush()`): viewers drop
-        them, this projector forgets them, and the row counts lose their tools."""
+        """Delete `doomed`'s messages (flushed ones: call after `flush()`)."""
+        self._remove_rows(list(doomed.values_list("position", "pk", "role", "tool_status")))
+
+    def _remove_rows(self, rows: list[tuple[int, int, str, str]]) -> None:
+        """Delete the flushed messages `rows` gives as (position, pk, role,
+        tool_status): viewers drop them, this projector forgets them, and the row
+        counts lose their tools."""
+        if not rows:
+            return
         # In position order (viewers' deletes in a stable order on every database), sorted
-        # here: an ORDER BY would have SQLite walk the conversation (`_end_streams`).
-        rows = sorted(doomed.values_list("position", "pk", "role", "tool_status"))
+        # here: an ORDER BY would have SQLite walk the conversation (`_of_run`).
+        rows = sorted(rows)
         removed = {pk for _position, pk, _role, _status in rows}
         for _position, pk, role, tool_status in rows:
             self.changes.remove(pk)
             if role == Role.TOOL:
                 self._count_tools(-1, -int(tool_status == ToolStatus.ERROR))
-        doomed.delete()
+        for shape, pks in UNLINK_REVEALS.chunks(removed):
+            shape.run(**pks)  # SecretReveal.message is SET_NULL (MESSAGE_RELATIONS)
+        for shape, pks in DELETE_MESSAGES.chunks(removed):
+            shape.run(**pks)
         for cache in (self._messages, self._tools):
             for key, message in list(cache.items()):
                 if message is not None and message.pk in removed:
@@ -871,7 +1014,7 @@ class Projector:
     def flush(self) -> None:
         """Write what changed since the last flush: one INSERT and one UPDATE."""
         if self._new:
-            Message.objects.bulk_create(self._new)
+            INSERT_MESSAGES.run_returning(self._new)
             for message in self._new:
                 self.changes.created.add(message.pk)
                 self.changes.changed[message.pk] = message.updated_seq
@@ -1035,12 +1178,12 @@ def _shows_streaming(message: Message) -> bool:
 
 
 def _write_changed(messages: list[Message]) -> None:
+    # A plain UPDATE written once, per row, not bulk_update's CASE WHEN per column
+    # and row, compiled per call (it cost a batch of 100 more than the rest of a flush).
     if len(messages) == 1:
-        # One row (the usual single-event request): a plain UPDATE, written once, not
-        # bulk_update's CASE WHEN per column compiled per call.
         SAVE_CHANGED.run(messages[0])
     else:
-        Message.objects.bulk_update(messages, MUTABLE_FIELDS)
+        SAVE_CHANGED.run_many(messages)
 
 
 def _sync_tool_metadata(message: Message) -> None:

@@ -1,0 +1,159 @@
+"""SPEC §8 P2, issue 12: what projecting a batch of events costs. A batch reads by
+indexes what it looks for (never the conversation's whole event log), runs statements
+compiled once (no ORM compiling per batch), and a run's end costs the same number of
+queries however long the conversation is. What it stores is the same as before:
+tests/test_batch_projection_equivalence.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection, models
+from django.db.models.sql import compiler
+from django.test.utils import CaptureQueriesContext
+
+from chatui import projection
+from chatui.ingest import ingest
+from chatui.models import Message, Run, SecretReveal
+
+
+def run_events(run: str, *, steps: int = 3, end: bool = True) -> list[dict[str, Any]]:
+    """A P2-like run (bench/common.EventStream): statuses, streamed text, tool calls."""
+    events: list[dict[str, Any]] = [
+        {"type": "user.message", "run_id": run, "content": f"Check {run}."},
+        {"type": "agent.status", "run_id": run, "status": "running"},
+    ]
+    for step in range(steps):
+        message_id = f"{run}-s{step}"
+        calls = [{"id": f"{message_id}-t{n}", "name": "read_file"} for n in range(2)]
+        events += [
+            {"type": "agent.status", "run_id": run, "status": "thinking"},
+            *[
+                {"type": "agent.message.delta", "run_id": run, "message_id": message_id,
+                 "delta": word}
+                for word in ("Let ", "me ", "look.")
+            ],
+            {"type": "agent.step.completed", "run_id": run, "message_id": message_id,
+             "content": "Let me look.", "tool_calls": calls},
+        ]  # fmt: skip
+        for call in calls:
+            events += [
+                {"type": "agent.tool.started", "run_id": run, "tool_call_id": call["id"],
+                 "tool_name": "read_file"},
+                {"type": "agent.tool.progress", "run_id": run, "tool_call_id": call["id"],
+                 "output": "reading\n"},
+                {"type": "agent.tool.completed", "run_id": run, "tool_call_id": call["id"],
+                 "result": "ok"},
+            ]  # fmt: skip
+    if end:
+        events.append({"type": "agent.status", "run_id": run, "status": "completed"})
+    return events
+
+
+def event_reads_walking_the_log(queries: CaptureQueriesContext) -> list[str]:
+    """The SELECTs on the event log that SQLite answers by walking the conversation's
+    events: by its (conversation) key alone, or the (conversation, seq) key with no seq."""
+    walks = []
+    with connection.cursor() as cursor:
+        for query in queries.captured_queries:
+            sql = query["sql"]
+            if not sql.startswith("SELECT") or '"chatui_event"' not in sql:
+                continue
+            cursor.execute("EXPLAIN QUERY PLAN " + sql)
+            plan = " | ".join(row[-1] for row in cursor.fetchall())
+            if "(conversation_id=?)" in plan or "SCAN chatui_event" in plan:
+                walks.append(f"{plan}\n  {sql[:300]}")
+    return walks
+
+
+@pytest.mark.sqlite_only(reason="reads SQLite's EXPLAIN QUERY PLAN")
+def test_p2_a_batch_starting_many_tools_reads_their_early_progress_by_index(conversation):
+    """The early-progress lookup names the batch's started calls (an IN list): SQLite,
+    without statistics, walked the conversation's whole log for it (1–3 ms a batch,
+    growing with the conversation) while a (conversation, tool_call_id) key was missing."""
+    for n in range(15):
+        ingest(conversation, run_events(f"old{n}"))
+    with CaptureQueriesContext(connection) as queries:
+        ingest(conversation, run_events("new", steps=4))
+    assert any("MIN(" in q["sql"] and " IN (" in q["sql"] for q in queries.captured_queries)
+    assert event_reads_walking_the_log(queries) == []
+
+
+def test_p2_a_batch_compiles_no_sql_once_its_statements_have_run(conversation, monkeypatch):
+    """Every statement a P2 batch's projection runs is compiled once (chatui.prepared):
+    the ORM compiled some 30 per batch, costing more than running them."""
+    # Warm: a batch like the one measured, so each IN-list size has run once.
+    runs = [run_events(f"r{n}") for n in range(5)]
+    ingest(conversation, runs[0][:10])
+    ingest(conversation, runs[0][10:] + runs[1] + runs[2][:10])
+    compiled: list[str] = []
+    for kind in (
+        compiler.SQLCompiler,
+        compiler.SQLInsertCompiler,
+        compiler.SQLUpdateCompiler,
+        compiler.SQLDeleteCompiler,
+    ):
+        as_sql = kind.as_sql
+        monkeypatch.setattr(
+            kind,
+            "as_sql",
+            lambda self, *a, _as_sql=as_sql, **k: (
+                compiled.append(type(self).__name__) or _as_sql(self, *a, **k)
+            ),
+        )
+    projector_compiled: list[str] = []
+    apply_all = projection.Projector.apply_all
+
+    def counted(self, events):
+        before = len(compiled)
+        apply_all(self, events)
+        projector_compiled.extend(compiled[before:])
+
+    monkeypatch.setattr(projection.Projector, "apply_all", counted)
+    ingest(conversation, runs[2][10:] + runs[3] + runs[4][:10])
+    assert projector_compiled == []
+
+
+def test_p2_a_runs_end_costs_the_same_queries_in_a_long_conversation(conversation, user):
+    from chatui.models import Conversation
+
+    def ending_queries(target) -> int:
+        ingest(target, run_events("last", end=False))
+        with CaptureQueriesContext(connection) as queries:
+            ingest(target, {"type": "agent.status", "run_id": "last", "status": "completed"})
+        return len(queries)
+
+    short = Conversation.objects.create(owner=user)
+    ingest(short, run_events("only"))
+    for n in range(12):
+        ingest(conversation, run_events(f"old{n}"))
+    assert ending_queries(conversation) == ending_queries(short)
+
+
+def test_s3_a_run_end_deletes_its_status_lines_in_sql_and_unlinks_their_reveals(conversation, user):
+    """S3's delete skips the ORM's collector, so it follows the relation to messages
+    itself: a reveal of a removed line stays, pointing nowhere (SET_NULL)."""
+    ingest(conversation, run_events("r1", end=False))
+    thinking = Message.objects.filter(conversation=conversation, status_type="thinking")
+    assert thinking.count() == 3
+    reveal = SecretReveal.objects.create(
+        user=user, message=thinking[0], conversation=conversation, message_key="k"
+    )
+    kept = Message.objects.filter(conversation=conversation).exclude(role="status").count()
+    ingest(conversation, {"type": "agent.status", "run_id": "r1", "status": "completed"})
+    assert not thinking.exists()
+    assert Message.objects.filter(conversation=conversation).count() == kept
+    reveal.refresh_from_db()
+    assert reveal.message_id is None
+    assert Run.objects.get(conversation=conversation, run_id="r1").status == "completed"
+
+
+def test_s3_the_sql_delete_follows_every_relation_to_messages():
+    """A new foreign key to Message must be followed by `Projector._remove_rows` too."""
+    relations = {
+        (relation.related_model, relation.field.name): relation.on_delete
+        for relation in Message._meta.related_objects
+    }
+    assert relations == projection.MESSAGE_RELATIONS
+    assert set(relations.values()) == {models.SET_NULL}
