@@ -255,6 +255,10 @@ class Message(FastLoad):
             # than walking the conversation's (conversation, position) index — O(its
             # messages) per frame.
             models.Index(fields=["conversation", "role", "run_id", "position"]),
+            # A tool by its call id (every tool event; a batch's as one IN list). The
+            # tool_call_id index alone lost to the one above, which then walked every
+            # tool of the conversation (SPEC §8 P2).
+            models.Index(fields=["conversation", "role", "tool_call_id"]),
         ]
         permissions = [
             ("view_secrets", "Can reveal the unmasked args and results of one tool entry (T3)"),

@@ -157,7 +157,10 @@ MESSAGES_BY_ID = {
 }
 TOOLS_BY_CALL_ID = PreparedLookup(lambda pk: _messages(pk).filter(role=Role.TOOL), "tool_call_id")
 RUNS_BY_ID = PreparedLookup(
-    lambda pk: Run.objects.filter(conversation_id=pk).values_list("run_id", flat=True), "run_id"
+    # Unordered: sorted, SQLite reads the conversation's runs by (conversation,
+    # started_seq) instead of the (conversation, run_id) key.
+    lambda pk: Run.objects.filter(conversation_id=pk).order_by().values_list("run_id", flat=True),
+    "run_id",
 )
 SAVE_CHANGED = PreparedSave(Message, MUTABLE_FIELDS)
 INSERT_MESSAGES = PreparedInsert(Message)

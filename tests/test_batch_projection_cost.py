@@ -51,33 +51,46 @@ def run_events(run: str, *, steps: int = 3, end: bool = True) -> list[dict[str, 
     return events
 
 
-def event_reads_walking_the_log(queries: CaptureQueriesContext) -> list[str]:
-    """The SELECTs on the event log that SQLite answers by walking the conversation's
-    events: by its (conversation) key alone, or the (conversation, seq) key with no seq."""
+#: What reading a conversation's rows one by one looks like in SQLite's plan: by the
+#: conversation alone, or all its messages of one role (its tools, say).
+WALKS = ("(conversation_id=?)", "(conversation_id=? AND role=?)", "SCAN ")
+
+
+def reads_walking_the_conversation(queries: CaptureQueriesContext) -> list[str]:
+    """The SELECTs on events, messages and runs that SQLite answers by walking the
+    conversation's rows rather than seeking what they name."""
     walks = []
     with connection.cursor() as cursor:
         for query in queries.captured_queries:
             sql = query["sql"]
-            if not sql.startswith("SELECT") or '"chatui_event"' not in sql:
+            tables = ('"chatui_event"', '"chatui_message"', '"chatui_run"')
+            if not sql.startswith("SELECT") or not any(table in sql for table in tables):
                 continue
+            if sql.endswith("LIMIT 1"):
+                continue  # the newest row, in the index's order: one row read
             cursor.execute("EXPLAIN QUERY PLAN " + sql)
             plan = " | ".join(row[-1] for row in cursor.fetchall())
-            if "(conversation_id=?)" in plan or "SCAN chatui_event" in plan:
+            if any(walk in plan for walk in WALKS):
                 walks.append(f"{plan}\n  {sql[:300]}")
     return walks
 
 
 @pytest.mark.sqlite_only(reason="reads SQLite's EXPLAIN QUERY PLAN")
-def test_p2_a_batch_starting_many_tools_reads_their_early_progress_by_index(conversation):
-    """The early-progress lookup names the batch's started calls (an IN list): SQLite,
-    without statistics, walked the conversation's whole log for it (1–3 ms a batch,
-    growing with the conversation) while a (conversation, tool_call_id) key was missing."""
+def test_p2_a_batch_reads_what_it_names_by_index_not_by_walking_the_conversation(
+    conversation,
+):
+    """A batch looks its messages, tools, runs and early progress up by IN lists.
+    SQLite, without statistics, answered the tools' by walking every tool of the
+    conversation, the early progress' by walking its whole event log (1–3 ms a batch,
+    growing), and the runs' in (conversation, started_seq) order."""
     for n in range(15):
         ingest(conversation, run_events(f"old{n}"))
     with CaptureQueriesContext(connection) as queries:
-        ingest(conversation, run_events("new", steps=4))
-    assert any("MIN(" in q["sql"] and " IN (" in q["sql"] for q in queries.captured_queries)
-    assert event_reads_walking_the_log(queries) == []
+        ingest(conversation, run_events("new", steps=4) + run_events("next", end=False))
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert any("MIN(" in s and " IN (" in s for s in sql)  # the early progress
+    assert any('"tool_call_id" IN (' in s and "chatui_message" in s for s in sql)
+    assert reads_walking_the_conversation(queries) == []
 
 
 def test_p2_a_batch_compiles_no_sql_once_its_statements_have_run(conversation, monkeypatch):

@@ -1,10 +1,15 @@
-"""Event: look a tool's logged events up by (conversation, tool_call_id).
+"""Look a tool up by its call id within its conversation (SPEC §8 P2, issue 12).
 
-The single-column index on tool_call_id is dropped: nothing looks events up by
-tool_call_id across conversations, and with it SQLite (no statistics) rated the
-projector's IN list of a batch's calls dearer than walking the conversation's
-events (SPEC §8 P2, issue 12). Dropped in SQL rather than by AlterField, which on
-SQLite would copy the whole event log into a new table.
+SQLite keeps no statistics, and rated lookups by tool_call_id alone dearer than
+walking the conversation: for each tool event it read every tool message of the
+conversation by the (conversation, role, …) index, and for a batch's early-progress
+lookup (an IN list of its calls) every event of the conversation's log.
+
+Message gets (conversation, role, tool_call_id); its tool_call_id index stays (the
+admin searches by exact call id across conversations). Event gets (conversation,
+tool_call_id) and loses its tool_call_id index, which nothing else uses (one index
+fewer per event insert) — dropped in SQL, since AlterField would copy the whole
+event log into a new table on SQLite.
 """
 
 import copy
@@ -44,6 +49,13 @@ class Migration(migrations.Migration):
             database_operations=[
                 migrations.RunPython(drop_tool_call_id_index, restore_tool_call_id_index),
             ],
+        ),
+        migrations.AddIndex(
+            model_name="message",
+            index=models.Index(
+                fields=["conversation", "role", "tool_call_id"],
+                name="chatui_mess_convers_e2f538_idx",
+            ),
         ),
         migrations.AddIndex(
             model_name="event",
