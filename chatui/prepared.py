@@ -55,6 +55,7 @@ T = TypeVar("T")
 S = TypeVar("S")
 
 _samples = itertools.count(1)
+_UNSEEN = object()
 
 
 def _sample(field: models.Field, connection) -> Any:
@@ -408,10 +409,7 @@ class PreparedInsert:
             return
         connection = connections[using]
         sql = self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
-        rows = [
-            [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in self.fields]
-            for obj in objs
-        ]
+        rows = self._rows(objs, connection)
         with connection.cursor() as cursor:
             if len(rows) == 1:
                 cursor.execute(sql, rows[0])
@@ -432,17 +430,31 @@ class PreparedInsert:
         per_statement = max(1, connection.ops.bulk_batch_size(self.fields, objs))
         for start in range(0, len(objs), per_statement):
             chunk = objs[start : start + per_statement]
-            params = [
-                field.get_db_prep_save(field.pre_save(obj, True), connection)
-                for obj in chunk
-                for field in self.fields
-            ]
+            params = [value for row in self._rows(chunk, connection) for value in row]
             with connection.cursor() as cursor:
                 cursor.execute(self._returning_sql(connection, len(chunk)), params)
                 keys = cursor.fetchall()
             for obj, (key,) in zip(chunk, keys, strict=True):
                 setattr(obj, pk.attname, key)
                 obj._state.adding, obj._state.db = False, using
+
+    def _rows(self, objs: list[models.Model], connection) -> list[list[Any]]:
+        """Each object's values, converted by their fields. A value that is the very
+        object the row before had is converted once: a batch's rows share their
+        conversation and, mostly, their arrival time (a third of converting them)."""
+        last: list[tuple[Any, Any]] = [(_UNSEEN, None)] * len(self.fields)
+        rows = []
+        for obj in objs:
+            row = []
+            for n, field in enumerate(self.fields):
+                value = field.pre_save(obj, True)
+                seen, converted = last[n]
+                if value is not seen:
+                    converted = field.get_db_prep_save(value, connection)
+                    last[n] = (value, converted)
+                row.append(converted)
+            rows.append(row)
+        return rows
 
     def _write_sql(self, connection) -> str:
         return f"{self._into(connection)} VALUES ({', '.join(['%s'] * len(self.fields))})"

@@ -334,3 +334,27 @@ def test_p2_save_many_writes_each_row_as_save_would(talk):
     assert [(stored[m.pk].content, stored[m.pk].updated_seq) for m in messages] == [
         (f"changed {n}", 100 + n) for n in range(len(messages))
     ]
+
+
+def test_p2_a_prepared_insert_converts_a_shared_value_once_and_others_each(conversation):
+    """Rows sharing a value object (a batch's conversation and arrival time) convert
+    it once; a row with its own value gets its own, whatever the rows around it have."""
+    shared = conversation.created_at
+    own = [shared, shared, shared.replace(year=2001), shared, shared.replace(year=2002)]
+    rows = [
+        Event(
+            conversation=conversation,
+            seq=n,
+            body_hash="h" * 64,
+            type="user.message",
+            payload={"n": n} if n % 2 else {"same": True},
+            timestamp=when,
+            received_at=shared,
+        )
+        for n, when in enumerate(own, start=1)
+    ]
+    PreparedInsert(Event).run(rows)
+    stored = Event.objects.filter(conversation=conversation).order_by("seq")
+    assert [(e.timestamp, e.received_at, e.payload) for e in stored] == [
+        (e.timestamp, e.received_at, e.payload) for e in rows
+    ]
