@@ -138,7 +138,8 @@ def document(message: Message) -> str:
 
 
 def is_indexable(message: Message) -> bool:
-    """Streaming text is indexed once, when it ends (see `index_unfinished_answers`);
+    """Streaming text is indexed once, when it ends (its final step, or its run's end:
+    the projection saves it final then, and indexes what it saved);
     ephemeral statuses never are. Anything else gets a row, empty when it shows no
     words (R3's hidden JSON), so a message that stops showing text loses its words."""
     if message.role == Role.STATUS:
@@ -350,18 +351,6 @@ def index_messages(messages: Iterable[Message]) -> None:
     """(Re)index saved messages: one statement for the batch, O(messages given).
     Called by the projector inside the ingest transaction."""
     rows = [(message.pk, document(message)) for message in messages if is_indexable(message)]
-    if rows:
-        _index().index_messages(rows)
-
-
-def index_unfinished_answers(conversation: Conversation, run_id: str) -> None:
-    """A run that ends leaves its streamed answers as they are: index them now."""
-    open_answers = Message.objects.filter(
-        conversation=conversation, role=Role.ASSISTANT, is_final=False
-    ).order_by()  # by the run's index (chatui.projection `_end_streams`)
-    if run_id:
-        open_answers = open_answers.filter(run_id__in=[run_id, ""])
-    rows = [(message.pk, document(message)) for message in open_answers]
     if rows:
         _index().index_messages(rows)
 
