@@ -49,6 +49,8 @@ if ! "$services" status; then
     [ "$attempt" -lt 3 ] || exit 1
   done
 fi
-# A test (or its teardown) stuck for 10 minutes gets every thread's stack printed: one
-# run hung in an event loop's teardown after a consumer test (2026-11-23; cause not found).
+# A test (or its teardown) stuck for 10 minutes gets every thread's stack printed. (One
+# run hung in an event loop's teardown: channels-redis's receive, cancelled there, can
+# swallow the cancellation; tests/support/leftover_sockets.py now ends every test's
+# sockets and tasks within the test, bounded.)
 "$python" -m pytest -m "not browser" -o faulthandler_timeout=600 "$@"
