@@ -236,7 +236,7 @@ def breaks_batch(message: Message) -> bool:
 
 _LOOKBACK = 50
 #: A live frame's walk back past its tail starts smaller: it usually ends within a batch.
-_FIRST_CHUNK = 32
+_FIRST_CHUNK = 16
 _MAX_CHUNK = 800
 
 
