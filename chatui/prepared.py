@@ -287,7 +287,37 @@ class PreparedLookup:
         ]
 
 
-class PreparedUpdate:
+class _PreparedWrite:
+    """A statement compiled once per database from the query `_query(samples)` builds;
+    each run binds the values by name."""
+
+    fields: dict[str, models.Field]
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, tuple[str, tuple, tuple]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, using: str = "default", **values: Any) -> int:
+        """Run it; the number of rows changed."""
+        connection = connections[using]
+        with self._lock:
+            if using not in self._compiled:
+                self._compiled[using] = self._compile_now(connection)
+        sql, params, slots = self._compiled[using]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _filled(params, slots, values, connection))
+            return cursor.rowcount
+
+    def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
+        samples = {name: _sample(field, connection) for name, field in self.fields.items()}
+        sql, params = self._query(samples).get_compiler(connection=connection).as_sql()
+        return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
+
+    def _query(self, samples: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+class PreparedUpdate(_PreparedWrite):
     """An UPDATE compiled once: the rows `build(**values)` selects get what
     `changes(**values)` gives — values, or expressions such as `F("content") || text`."""
 
@@ -297,54 +327,25 @@ class PreparedUpdate:
         changes: Callable[..., dict[str, Any]],
         **fields: models.Field,
     ):
+        super().__init__()
         self.build, self.changes, self.fields = build, changes, fields
-        self._compiled: dict[str, tuple[str, tuple, tuple]] = {}
-        self._lock = threading.Lock()
 
-    def run(self, using: str = "default", **values: Any) -> int:
-        """Update; the number of rows changed."""
-        connection = connections[using]
-        with self._lock:
-            if using not in self._compiled:
-                self._compiled[using] = self._compile_now(connection)
-        sql, params, slots = self._compiled[using]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, _filled(params, slots, values, connection))
-            return cursor.rowcount
-
-    def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
-        samples = {name: _sample(field, connection) for name, field in self.fields.items()}
+    def _query(self, samples: dict[str, Any]) -> UpdateQuery:
         query = self.build(**samples).query.chain(UpdateQuery)
         query.add_update_values(self.changes(**samples))
-        sql, params = query.get_compiler(connection=connection).as_sql()
-        return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
+        return query
 
 
-class PreparedDelete:
+class PreparedDelete(_PreparedWrite):
     """A DELETE compiled once, of the rows `build(**values)` selects — in SQL only: no
     `on_delete` handling, no signals (the caller deals with what points at them)."""
 
     def __init__(self, build: Callable[..., Any], **fields: models.Field):
+        super().__init__()
         self.build, self.fields = build, fields
-        self._compiled: dict[str, tuple[str, tuple, tuple]] = {}
-        self._lock = threading.Lock()
 
-    def run(self, using: str = "default", **values: Any) -> int:
-        """Delete; the number of rows deleted."""
-        connection = connections[using]
-        with self._lock:
-            if using not in self._compiled:
-                self._compiled[using] = self._compile_now(connection)
-        sql, params, slots = self._compiled[using]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, _filled(params, slots, values, connection))
-            return cursor.rowcount
-
-    def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
-        samples = {name: _sample(field, connection) for name, field in self.fields.items()}
-        query = self.build(**samples).query.chain(DeleteQuery)
-        sql, params = query.get_compiler(connection=connection).as_sql()
-        return sql, tuple(params), _slots(sql, params, self.fields, samples, connection)
+    def _query(self, samples: dict[str, Any]) -> DeleteQuery:
+        return self.build(**samples).query.chain(DeleteQuery)
 
 
 class PreparedSave:
