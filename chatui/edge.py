@@ -360,20 +360,36 @@ class GuardedRequest(WebRequest):
         self.server.log_action("http", "complete", details)
 
 
-def create_with_edge_scope(create: Callable[..., Any], protocol: Any, scope: Scope) -> Any:
-    """daphne builds the scope inside its request; this is where the edge's findings join it."""
+#: `serve(server, protocol, scope)`: a request daphne would hand to the application, served
+#: in its place (returning the input queue daphne puts the body in) or None to leave it.
+Direct = Callable[[Any, Any, Scope], Any]
+
+
+def create_with_edge_scope(
+    server: Any, create: Callable[..., Any], direct: Direct | None, protocol: Any, scope: Scope
+) -> Any:
+    """daphne builds the scope inside its request; this is where the edge's findings join
+    it, and where a route served beside the application (`guard_daphne(direct=…)`) takes
+    its requests."""
     scope.update(getattr(protocol, "edge_scope", {}))
+    if direct is not None:
+        queue = direct(server, protocol, scope)
+        if queue is not None:
+            return queue
     return create(protocol, scope)
 
 
 class GuardedHTTPFactory(HTTPFactory):
+    #: Set by `guard_daphne`.
+    direct: Direct | None = None
+
     def __init__(self, server: Any):
         super().__init__(server)
         # Twisted's idle timeout: a connection that sends nothing is closed after as long
         # as a request may take (GuardedRequest's deadline starts at the request line).
         self.timeOut = settings.CHATUI_REQUEST_TIMEOUT
         server.create_application = functools.partial(
-            create_with_edge_scope, server.create_application
+            create_with_edge_scope, server, server.create_application, self.direct
         )
 
     def buildProtocol(self, addr: Any) -> Any:
@@ -389,8 +405,10 @@ class GuardedHTTPFactory(HTTPFactory):
             super().log(request)
 
 
-def guard_daphne() -> None:
-    """Make a daphne server in this process build `GuardedRequest`s.
+def guard_daphne(direct: Direct | None = None) -> None:
+    """Make a daphne server in this process build `GuardedRequest`s, and hand the scope
+    of each request that passed them to `direct` before the application
+    (`chatui.ingest_route.serve_on_daphne`).
 
     daphne has no setting for its request class; its `Server.run` builds the factory by
     this module-level name, so replacing the name is the hook. Only when daphne's server
@@ -399,6 +417,7 @@ def guard_daphne() -> None:
     """
     server_module = sys.modules.get("daphne.server")
     if server_module is not None:
+        GuardedHTTPFactory.direct = staticmethod(direct) if direct is not None else None
         server_module.HTTPFactory = GuardedHTTPFactory
 
 
