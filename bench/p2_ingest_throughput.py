@@ -16,8 +16,10 @@ accepted ingest really renders and sends its frame. Two modes:
           requests/s this stack serves per process, whatever ingest costs
 
 Each mode runs `--warmup` seconds unmeasured, then `--seconds` measured (or until
-`--max-requests`). Reported: events/s, requests/s, request latency, and the CPU
-daphne (all threads) and this client process used per event.
+`--max-requests`). Reported: events/s, requests/s, request latency, the CPU daphne
+(all threads) and this client process used per event, and daphne's main thread (the
+event loop: HTTP parsing, the ASGI side, frames to viewers) per request and as a share
+of daphne's CPU.
 
 `--cluster` (SPEC §12.1, §8 P2 cluster row): single-event requests against
 PostgreSQL + Redis (scripts/cluster/services.sh on the benchmarks' own ports,
