@@ -148,7 +148,9 @@ class BodyQueue:
         return self.body
 
 
-async def _serve_on_daphne(protocol: Any, scope: dict, body: BodyQueue, match: Any) -> None:
+async def _serve_on_daphne(
+    protocol: Any, scope: dict, body: BodyQueue, match: ResolverMatch
+) -> None:
     data = await body.read()
     if data is None:
         return  # the client left before its body arrived: nobody to answer
