@@ -10,6 +10,10 @@ the JSON answer) runs on the writer threads (chatui.writer), which keep their co
 and the answer gets the headers the middleware would have given it (`finish`). The
 view knows nothing of the route: through Django (the test client, another server
 without this router) it answers the same.
+
+Under daphne the route does not even wait for the ASGI application: `serve_on_daphne`
+takes the request from daphne as daphne is about to create the application for it
+(chatui.edge.guard_daphne), and hands the answer straight back to daphne's request.
 """
 
 from __future__ import annotations
