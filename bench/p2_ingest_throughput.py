@@ -16,8 +16,10 @@ accepted ingest really renders and sends its frame. Two modes:
           requests/s this stack serves per process, whatever ingest costs
 
 Each mode runs `--warmup` seconds unmeasured, then `--seconds` measured (or until
-`--max-requests`). Reported: events/s, requests/s, request latency, and the CPU
-daphne (all threads) and this client process used per event.
+`--max-requests`). Reported: events/s, requests/s, request latency, the CPU daphne
+(all threads) and this client process used per event, and daphne's main thread (the
+event loop: HTTP parsing, the ASGI side, frames to viewers) per request and as a share
+of daphne's CPU.
 
 `--cluster` (SPEC §12.1, §8 P2 cluster row): single-event requests against
 PostgreSQL + Redis (scripts/cluster/services.sh on the benchmarks' own ports,
@@ -49,6 +51,7 @@ from common import (
     load_threads,
     loadavg,
     machine_line,
+    main_thread_cpu_seconds,
     maybe_py_spy,
     measure_window,
     own_cpu_seconds,
@@ -95,8 +98,10 @@ def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) ->
         with load_threads(worker, args.threads, args.warmup, stop):
             with maybe_py_spy(bench.pid, profile, args.seconds, gil=args.gil):
                 server_cpu, client_cpu = cpu_seconds(bench.pid), own_cpu_seconds()
+                main_cpu = main_thread_cpu_seconds(bench.pid)
                 elapsed = measure_window(measuring, stop, args.seconds)
                 server_cpu = cpu_seconds(bench.pid) - server_cpu
+                main_cpu = main_thread_cpu_seconds(bench.pid) - main_cpu
                 client_cpu = own_cpu_seconds() - client_cpu
             load = loadavg()
         frames, closed = pool.stop()
@@ -118,6 +123,8 @@ def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) ->
         "latency": summary([v for per in latencies for v in per]),
         "server_cpu_pct": 100 * server_cpu / elapsed,
         "server_cpu_ms_per_event": 1000 * server_cpu / max(events, 1),  # floor: per request
+        "main_thread_cpu_ms_per_request": 1000 * main_cpu / max(sum(requests), 1),
+        "main_thread_share": 100 * main_cpu / max(server_cpu, 1e-9),
         "client_cpu_pct": 100 * client_cpu / elapsed,
         "frames": (min(frames), max(frames)),
         "closed": len(closed),
@@ -284,6 +291,8 @@ def main() -> None:
                 lat["p99"],
                 r["server_cpu_pct"],
                 r["server_cpu_ms_per_event"],
+                r["main_thread_cpu_ms_per_request"],
+                r["main_thread_share"],
                 r["client_cpu_pct"],
             ]
         )
@@ -298,6 +307,8 @@ def main() -> None:
                 "p99 ms",
                 "daphne CPU %",
                 "daphne CPU ms/req-or-event",
+                "main thread ms/req",
+                "main thread % of daphne CPU",
                 "client CPU %",
             ],
             rows,

@@ -78,7 +78,8 @@ def read_json(request: HttpRequest) -> Any:
     _require_json_content_type(request)
     limit = settings.CHATUI_MAX_REQUEST_BYTES
     try:
-        declared = int(request.headers.get("Content-Length") or 0)
+        # META, not `request.headers`: that builds a mapping of every header, per request.
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
     if declared > limit:

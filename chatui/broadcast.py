@@ -8,13 +8,15 @@ is rendered once too and sent to its owner's rows group (list page and rail).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
 from weakref import WeakKeyDictionary
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.dispatch import receiver
 from django.template.loader import render_to_string
 
@@ -129,6 +131,7 @@ class Outbox:
 
     async def _drain(self) -> None:
         layer = get_channel_layer()
+        send = self._in_memory_group_send if type(layer) is InMemoryChannelLayer else None
         while True:
             with self._lock:
                 if not self._pending:
@@ -136,9 +139,23 @@ class Outbox:
                     return
                 group, message = self._pending.popleft()
             try:
-                await layer.group_send(group, message)
+                if send is not None:
+                    await send(layer, group, message)
+                else:
+                    await layer.group_send(group, message)
             except Exception:
                 logger.exception("could not send a frame to %s", group)
+
+    @staticmethod
+    async def _in_memory_group_send(layer: InMemoryChannelLayer, group: str, message: dict) -> None:
+        """The in-memory layer's `group_send`, one member after the other. Its own makes a
+        task per member and waits for them with `as_completed` (~28 µs for one viewer,
+        ~6 µs this way), for sends that never wait: each only queues a copy, or drops it
+        when the member's queue is full, silently as there (SPEC §5: the viewer resumes
+        by seq). Expired messages are swept by the members' `receive`."""
+        for channel in list(layer.groups.get(group, ())):
+            with contextlib.suppress(ChannelFull):
+                await layer.send(channel, message)
 
 
 _outboxes: WeakKeyDictionary[asyncio.AbstractEventLoop, Outbox] = WeakKeyDictionary()

@@ -244,6 +244,10 @@ class GuardedRequest(WebRequest):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        # Twisted would parse every POST's Content-Type with the email package (~60 µs,
+        # a twentieth of the events POST's main-thread time) to fill `request.args` with
+        # the form fields, which daphne never reads: Django parses the body itself.
+        self._parsePOSTFormSubmission = False
         # Made when the request line is complete: the deadline covers headers and body.
         self.begun = time.monotonic()
         self.route: Route | None = None
@@ -356,20 +360,36 @@ class GuardedRequest(WebRequest):
         self.server.log_action("http", "complete", details)
 
 
-def create_with_edge_scope(create: Callable[..., Any], protocol: Any, scope: Scope) -> Any:
-    """daphne builds the scope inside its request; this is where the edge's findings join it."""
+#: `serve(server, protocol, scope)`: a request daphne would hand to the application, served
+#: in its place (returning the input queue daphne puts the body in) or None to leave it.
+Direct = Callable[[Any, Any, Scope], Any]
+
+
+def create_with_edge_scope(
+    server: Any, create: Callable[..., Any], direct: Direct | None, protocol: Any, scope: Scope
+) -> Any:
+    """daphne builds the scope inside its request; this is where the edge's findings join
+    it, and where a route served beside the application (`guard_daphne(direct=…)`) takes
+    its requests."""
     scope.update(getattr(protocol, "edge_scope", {}))
+    if direct is not None:
+        queue = direct(server, protocol, scope)
+        if queue is not None:
+            return queue
     return create(protocol, scope)
 
 
 class GuardedHTTPFactory(HTTPFactory):
+    #: Set by `guard_daphne`.
+    direct: Direct | None = None
+
     def __init__(self, server: Any):
         super().__init__(server)
         # Twisted's idle timeout: a connection that sends nothing is closed after as long
         # as a request may take (GuardedRequest's deadline starts at the request line).
         self.timeOut = settings.CHATUI_REQUEST_TIMEOUT
         server.create_application = functools.partial(
-            create_with_edge_scope, server.create_application
+            create_with_edge_scope, server, server.create_application, self.direct
         )
 
     def buildProtocol(self, addr: Any) -> Any:
@@ -377,9 +397,18 @@ class GuardedHTTPFactory(HTTPFactory):
         protocol.requestFactory = GuardedRequest
         return protocol
 
+    def log(self, request: Any) -> None:
+        """Twisted's own access-log line, besides daphne's (`Server.log_action`, which
+        stays). At daphne's default verbosity Twisted's log goes to an observer that
+        drops it: not formatted for nothing, per request, on the event loop."""
+        if self.server.verbosity > 1 or self.logPath:
+            super().log(request)
 
-def guard_daphne() -> None:
-    """Make a daphne server in this process build `GuardedRequest`s.
+
+def guard_daphne(direct: Direct | None = None) -> None:
+    """Make a daphne server in this process build `GuardedRequest`s, and hand the scope
+    of each request that passed them to `direct` before the application
+    (`chatui.ingest_route.serve_on_daphne`).
 
     daphne has no setting for its request class; its `Server.run` builds the factory by
     this module-level name, so replacing the name is the hook. Only when daphne's server
@@ -388,6 +417,7 @@ def guard_daphne() -> None:
     """
     server_module = sys.modules.get("daphne.server")
     if server_module is not None:
+        GuardedHTTPFactory.direct = staticmethod(direct) if direct is not None else None
         server_module.HTTPFactory = GuardedHTTPFactory
 
 

@@ -10,13 +10,18 @@ the JSON answer) runs on the writer threads (chatui.writer), which keep their co
 and the answer gets the headers the middleware would have given it (`finish`). The
 view knows nothing of the route: through Django (the test client, another server
 without this router) it answers the same.
+
+Under daphne the route does not even wait for the ASGI application: `serve_on_daphne`
+takes the request from daphne as daphne is about to create the application for it
+(chatui.edge.guard_daphne), and hands the answer straight back to daphne's request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
-from collections.abc import Callable
-from functools import cache
+from collections.abc import Awaitable, Callable
+from functools import cache, lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -26,9 +31,10 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, ResolverMatch, resolve
 from django.utils.log import log_response
 
+from .edge import SCOPE_CHECKED
 from .middleware import ContentSecurityPolicyMiddleware
 from .writer import on_writer
 
@@ -74,18 +80,119 @@ class IngestRoute:
         body = await _read_body(receive)
         if body is None:
             return  # the client left before its body arrived: nobody to answer
-        request = ASGIRequest(scope, io.BytesIO(body))
-        response = await on_writer(_run_view, match.func, request, match.kwargs)
-        await self.responder.send_response(finish(request, response), send)
+        await self.responder.send_response(await _answer(scope, body, match), send)
+
+
+async def _answer(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
+    """The view's answer, run on a writer thread, with the middleware's headers."""
+    request = ASGIRequest(scope, io.BytesIO(body))
+    response = await on_writer(_run_view, match.func, request, match.kwargs)
+    return finish(request, response)
+
+
+# -- under daphne: the same route, without the ASGI plumbing around it -------------------
+
+
+def serve_on_daphne(server: Any, protocol: Any, scope: dict) -> Any | None:
+    """daphne's `create_application` for the events POST (chatui.edge hands every
+    request's scope here first): serves it as `IngestRoute` does and returns the input
+    queue daphne puts the body in; None for any other request, left to the application.
+
+    For a single-event request the ASGI plumbing cost as much of the event loop as the
+    request's own work (py-spy over bench/p2: a queue, the application task through
+    every middleware, each answer message through daphne's `Server.handle_reply`
+    coroutine). Here the body is taken as daphne hands it over and the answer given to
+    daphne's request directly; daphne still builds and checks the scope, writes the
+    answer, logs it, and tracks the task as its application instance (a failure is
+    logged and answered 500 by daphne, shutdown cancels it)."""
+    if not scope.get(SCOPE_CHECKED):
+        return None  # only behind the edge's checks (chatui.edge.GuardedRequest)
+    match = _events_post(scope)
+    if match is None or protocol not in server.connections:
+        return None
+    scope.setdefault("asgi", {"version": "3.0"})
+    body = BodyQueue()
+    task = asyncio.ensure_future(_serve_on_daphne(protocol, scope, body, match))
+    server.connections[protocol]["application_instance"] = task
+    return body
+
+
+class BodyQueue:
+    """Stands in for the input queue daphne fills with a request's body messages: keeps
+    the body (cut as `_read_body` cuts it) for `_serve_on_daphne`."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.room = settings.CHATUI_MAX_REQUEST_BYTES + 1
+        self.body: bytes | None = None
+        self.gone = False
+        self._waiter: asyncio.Future | None = None
+
+    def put_nowait(self, message: dict) -> None:
+        if self.body is not None or self.gone:
+            return  # after the body only a disconnect comes: nobody waits for it
+        if message["type"] == "http.disconnect":
+            self.gone = True
+        else:
+            chunk = message.get("body", b"")[: self.room]
+            self.chunks.append(chunk)
+            self.room -= len(chunk)
+            if message.get("more_body", False):
+                return
+            self.body = b"".join(self.chunks)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def read(self) -> bytes | None:
+        """The whole body, or None when the client left before sending it. daphne puts
+        the body in as it creates the application, so this rarely has to wait."""
+        if self.body is None and not self.gone:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return self.body
+
+
+async def _serve_on_daphne(
+    protocol: Any, scope: dict, body: BodyQueue, match: ResolverMatch
+) -> None:
+    data = await body.read()
+    if data is None:
+        return  # the client left before its body arrived: nobody to answer
+    response = await _answer(scope, data, match)
+    # daphne's request ignores an answer to a client that has left.
+    await _responder().send_response(response, _answer_to(protocol))
+
+
+def _answer_to(protocol: Any) -> Callable[[dict], Awaitable[None]]:
+    async def send(message: dict) -> None:
+        protocol.handle_reply(message)
+
+    return send
+
+
+@cache
+def _responder() -> ASGIHandler:
+    return ASGIHandler()
 
 
 def _events_post(scope: dict) -> Any:
     if scope["type"] != "http" or scope.get("method") != "POST":
         return None
-    if not scope["path"].endswith("/events"):
+    path = scope["path"]
+    if not path.endswith("/events"):
         return None  # every other request pays one suffix test, not a resolve
+    return _routed_match(path, settings.ROOT_URLCONF)
+
+
+@lru_cache(maxsize=1024)
+def _routed_match(path: str, urlconf: str) -> ResolverMatch | None:
+    """The view's match for an events path, or None. Kept per path: a runtime posts to
+    the same few conversations over and over, and `resolve` walks every URL pattern
+    (~35 µs, on the event loop, per request). The match is only read (`func`,
+    `kwargs`). Keyed by the urlconf too, so a test's `ROOT_URLCONF` is honoured; no
+    request here has a urlconf of its own (that is a middleware's doing)."""
     try:
-        match = resolve(scope["path"])
+        match = resolve(path, urlconf)
     except Resolver404:
         return None
     return match if match.view_name == ROUTED_VIEW else None

@@ -13,7 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chatui.approval_views import LongPollRouter  # noqa: E402
 from chatui.edge import EdgeMiddleware, SameOriginValidator, guard_daphne  # noqa: E402
-from chatui.ingest_route import IngestRoute  # noqa: E402
+from chatui.ingest_route import IngestRoute, serve_on_daphne  # noqa: E402
 from chatui.routing import (  # noqa: E402
     IngestSockets,
     ingest_websocket_urlpatterns,
@@ -21,8 +21,9 @@ from chatui.routing import (  # noqa: E402
 )
 
 # Under daphne, the edge rules must run as the request arrives: daphne reads the whole
-# body before it calls the application (chatui.edge).
-guard_daphne()
+# body before it calls the application (chatui.edge); and the events POST, which
+# IngestRoute would take first, is served without the ASGI plumbing (SPEC §8 P2).
+guard_daphne(direct=serve_on_daphne)
 
 application = ProtocolTypeRouter(
     {

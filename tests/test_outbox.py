@@ -78,3 +78,28 @@ async def test_elsewhere_a_frame_is_sent_before_send_to_group_returns():
 
     assert await sync_to_async(send_then_look, thread_sensitive=False)() == 1
     assert (await layer.receive(channel))["n"] == 7
+
+
+@IN_MEMORY
+async def test_p2_a_viewer_whose_queue_is_full_misses_the_frame_and_the_others_get_it(settings):
+    """SPEC §5: a full queue drops the frame silently (the viewer resumes by seq); it
+    must not keep the frame from the group's other members."""
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 2}}
+    }
+    layer = get_channel_layer()
+    full, free = await layer.new_channel(), await layer.new_channel()
+    for channel in (full, free):  # the full one first: the group is sent to in this order
+        await layer.group_add(GROUP, channel)
+
+    def send(*numbers: int) -> None:
+        for n in numbers:
+            send_to_group(GROUP, {"type": "transcript.frame", "n": n})
+
+    await on_writer(send, 1, 2)
+    assert [(await layer.receive(free))["n"] for _ in range(2)] == [1, 2]
+    await on_writer(send, 3)
+    received = await asyncio.wait_for(layer.receive(free), 5)
+    assert received["n"] == 3
+    assert [(await layer.receive(full))["n"] for _ in range(2)] == [1, 2]
+    assert queued(layer, full) == 0  # 3 was dropped for it
