@@ -358,3 +358,30 @@ def test_p2_a_prepared_insert_converts_a_shared_value_once_and_others_each(conve
     assert [(e.timestamp, e.received_at, e.payload) for e in stored] == [
         (e.timestamp, e.received_at, e.payload) for e in rows
     ]
+
+
+def test_event_row_equals_what_model_init_makes(talk):
+    from chatui.events import parse_events
+
+    (source,) = parse_events([{"type": "user.message", "content": "x", "event_id": "e1"}])
+    now = talk.created_at
+    fast = Event.row(talk, 9, source, timestamp=now, received_at=now)
+    usual = Event(
+        conversation=talk,
+        seq=9,
+        event_id="e1",
+        body_hash=source.body_hash,
+        type=source.type,
+        run_id=source.run_id,
+        tool_call_id=source.tool_call_id,
+        payload=source.payload,
+        timestamp=now,
+        received_at=now,
+    )
+    assert {k: v for k, v in vars(fast).items() if k != "_state"} == {
+        k: v for k, v in vars(usual).items() if k != "_state"
+    }
+    assert fast._state.adding and fast._state.db is None
+    assert fast.conversation is talk  # no query: the object is cached as the keyword does
+    fast.save()
+    assert Event.objects.get(pk=fast.pk).payload == source.payload
