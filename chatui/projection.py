@@ -353,10 +353,17 @@ class Projector:
             self._runs.update(known_runs.among(pk, run_ids))
             self._runs.update(RUNS_BY_ID.matching(pk, run_ids - self._runs))
         self._new_runs = run_ids - self._runs
-        # Only a tool's `started` looks for progress logged before it (and only a tool that
-        # had none before can have some): no query for a batch that starts no tool.
-        started = {event.tool_call_id for event in events if event.type == "agent.tool.started"}
-        self._early_progress = dict(EARLY_PROGRESS.matching(pk, started))
+        # Only an entry that appears — a tool's `started`, or a call its step queues — looks
+        # for progress logged before it: no query for a batch that makes no entry.
+        appearing = {event.tool_call_id for event in events if event.type == "agent.tool.started"}
+        appearing |= {
+            call["id"]
+            for event in events
+            if event.type == "agent.step.completed"
+            for call in event.payload.get("tool_calls", [])
+            if call.get("id")
+        }
+        self._early_progress = dict(EARLY_PROGRESS.matching(pk, appearing))
 
     # -- entry point ------------------------------------------------------
 
@@ -465,6 +472,8 @@ class Projector:
             if key in call:
                 message.metadata[key] = call[key]
         self._save(message, event)
+        if call_id:  # the entry appears: what its call reported so far, in order
+            self._apply_early_progress(message, event)
 
     def _tool_entry(
         self, event: Event, payload: dict[str, Any], status: str
@@ -486,6 +495,10 @@ class Projector:
         return created, True
 
     def _on_agent_tool_started(self, event: Event, payload: dict[str, Any]) -> None:
+        # An entry already known by its call id (queued by its step, or started before)
+        # has had its progress applied, early or as it came: only a new one (or a queued
+        # call claimed now, which had no id) looks for early progress.
+        known = self._tool(payload["tool_call_id"]) is not None
         message, created = self._tool_entry(event, payload, ToolStatus.RUNNING)
         if not created:
             if message.tool_status in FINISHED:
@@ -498,7 +511,8 @@ class Projector:
             if key in payload:
                 message.metadata[key] = payload[key]
         self._save(message, event)
-        self._apply_early_progress(message, event)
+        if not known:
+            self._apply_early_progress(message, event)
 
     def _on_agent_tool_progress(self, event: Event, payload: dict[str, Any]) -> None:
         message = self._tool(payload["tool_call_id"])
@@ -1136,9 +1150,11 @@ class Projector:
         return message
 
     def _apply_early_progress(self, message: Message, event: Event) -> None:
-        """`progress` that arrived before its tool is applied once the tool appears."""
+        """`progress` that arrived before its tool's entry existed is applied once the
+        entry appears (queued by its step, or started); later progress is applied as it
+        comes (`_on_agent_tool_progress`)."""
         if self._early_progress is not None:
-            # Progress logged only after this start (later in the same batch) is not early.
+            # Progress logged only after this event (later in the same batch) is not early.
             first = self._early_progress.get(message.tool_call_id)
             if first is None or first > event.seq:
                 return

@@ -152,6 +152,33 @@ def test_progress_before_its_tool_in_the_same_batch_is_applied(conversation):
     assert tool_output(conversation, "c1") == "a\nb\n"
 
 
+def queued(call_id: str) -> dict:
+    """A step announcing the call before it starts (its entry is queued)."""
+    return {
+        "type": "agent.step.completed",
+        "message_id": f"step-{call_id}",
+        "content": "",
+        "tool_calls": [{"id": call_id, "name": "sh"}],
+    }
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one by one", "one batch"])
+def test_g12_progress_for_a_queued_call_before_its_start_is_applied_once(conversation, together):
+    """The queued entry exists: its progress is applied as it comes, and its start
+    does not apply it again as if it had come before the entry ("early")."""
+    events = [progress("c1", "before queued\n"), queued("c1"), progress("c1", "queued\n")]
+    events += [started("c1"), progress("c1", "running\n")]
+    for batch in [events] if together else [[event] for event in events]:
+        ingest(conversation, batch)
+    assert tool_output(conversation, "c1") == "before queued\nqueued\nrunning\n"
+
+
+def test_g12_a_second_start_applies_no_progress_again(conversation):
+    ingest(conversation, [started("c1"), progress("c1", "x\n")])
+    ingest(conversation, started("c1"))
+    assert tool_output(conversation, "c1") == "x\n"
+
+
 def test_p2_progress_after_the_start_in_one_batch_is_applied_once_and_costs_no_lookup(
     conversation, django_assert_max_num_queries
 ):
