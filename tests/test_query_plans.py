@@ -13,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from chatui.ingest import ingest
+from tests.support.runs import run_events
 
 pytestmark = pytest.mark.sqlite_only(reason="reads SQLite's EXPLAIN QUERY PLAN")
 
@@ -27,31 +28,6 @@ NEWEST = re.compile(
     r'WHERE "chatui_message"\."conversation_id" = \'[0-9a-f]{32}\''
     r' ORDER BY "chatui_message"\."position" DESC LIMIT \d+$'
 )
-
-
-def run_events(run: str, *, end: bool) -> list[dict]:
-    calls = [{"id": f"{run}-t{n}", "name": "read_file", "args": {"path": "a.py"}} for n in (1, 2)]
-    events = [
-        {"type": "user.message", "run_id": run, "content": "check it"},
-        {"type": "agent.status", "run_id": run, "status": "running"},
-        {"type": "agent.status", "run_id": run, "status": "thinking"},
-        {"type": "agent.message.delta", "run_id": run, "message_id": f"{run}-a", "delta": "Let "},
-        {"type": "agent.message.delta", "run_id": run, "message_id": f"{run}-a", "delta": "me"},
-        {"type": "agent.step.completed", "run_id": run, "message_id": f"{run}-a",
-         "content": "Let me look.", "tool_calls": calls},
-    ]  # fmt: skip
-    for call in calls:
-        events += [
-            {"type": "agent.tool.started", "run_id": run, "tool_call_id": call["id"],
-             "tool_name": "read_file"},
-            {"type": "agent.tool.progress", "run_id": run, "tool_call_id": call["id"],
-             "output": "reading"},
-            {"type": "agent.tool.completed", "run_id": run, "tool_call_id": call["id"],
-             "result": "ok"},
-        ]  # fmt: skip
-    if end:
-        events.append({"type": "agent.status", "run_id": run, "status": "completed"})
-    return events
 
 
 def plans_walking_the_conversation(queries: CaptureQueriesContext) -> list[str]:
@@ -76,10 +52,10 @@ def test_p2_one_event_and_its_frame_never_walk_the_conversations_messages(
     conversation, django_capture_on_commit_callbacks
 ):
     for n in range(30):  # a long conversation: a walk would read hundreds of rows
-        ingest(conversation, run_events(f"old{n}", end=True))
+        ingest(conversation, run_events(f"old{n}", steps=1))
     frames_too = django_capture_on_commit_callbacks(execute=True)
     with CaptureQueriesContext(connection) as queries, frames_too:
-        for event in run_events("new", end=False):
+        for event in run_events("new", steps=1, end=False):
             ingest(conversation, event)
     assert len(queries) > 50
     assert plans_walking_the_conversation(queries) == []
@@ -91,8 +67,8 @@ def test_s3_a_run_ending_reconciles_by_the_runs_index(
     """Its frame is the whole (windowed) transcript, by design; the projection's own
     reads (open answers, ephemeral lines, open tools) are the run's only."""
     for n in range(30):
-        ingest(conversation, run_events(f"old{n}", end=True))
-    ingest(conversation, run_events("new", end=False))
+        ingest(conversation, run_events(f"old{n}", steps=1))
+    ingest(conversation, run_events("new", steps=1, end=False))
     with CaptureQueriesContext(connection) as queries:
         ingest(conversation, {"type": "agent.status", "run_id": "new", "status": "completed"})
     assert plans_walking_the_conversation(queries) == []
