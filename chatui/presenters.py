@@ -716,7 +716,7 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
         message.updated_seq,
         message.timestamp,
         len(message.content),
-        display,
+        display.mask_secrets,  # all an entry takes from `display` (its transform comes later)
         depth,
     )
 
