@@ -679,8 +679,8 @@ def _unchanged(fields: dict[str, Any]) -> dict[str, Any]:
 
 def _from_tool_execution_start(fields: dict[str, Any]) -> dict[str, Any]:
     """`args` arrives as a JSON-encoded string: decoded as strictly as a request body
-    (no NaN or infinities, which no JSON column stores; no deeper nesting), or kept as
-    text."""
+    (no NaN or infinities, which no JSON column stores — nor a number such as 1E310 that
+    only overflows to one once decoded; no deeper nesting), or kept as text."""
     args = fields.get("args")
     if not isinstance(args, str):
         return fields
@@ -689,7 +689,7 @@ def _from_tool_execution_start(fields: dict[str, Any]) -> dict[str, Any]:
         decoded = decode_json(args, "args", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
     except EventError:
         decoded = None
-    if isinstance(decoded, dict):
+    if isinstance(decoded, dict) and unstorable(decoded) is None:
         mapped["args"] = decoded
     elif args.strip():
         mapped.setdefault("args_summary", args)

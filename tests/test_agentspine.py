@@ -264,7 +264,13 @@ def test_agentspine_second_agent_end_of_a_run_restates_its_final_answer(conversa
 
 
 @pytest.mark.parametrize(
-    "args", ['{"a": NaN}', '{"a": -Infinity}', '{"a": ' * 200 + "1" + "}" * 200]
+    "args",
+    [
+        '{"a": NaN}',
+        '{"a": -Infinity}',
+        '{"": 1E310}',  # a number that overflows to infinity once decoded (fuzz, again)
+        '{"a": ' * 200 + "1" + "}" * 200,
+    ],
 )
 def test_agentspine_args_string_that_is_not_storable_json_is_kept_as_text(api, conversation, args):
     """Found by the importer fuzz test: `args` decoded with json.loads let NaN into the
