@@ -96,8 +96,14 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
     tail = selectors.latest_messages(conversation_id, _tail_size(len(changed_pks)))
     messages = selectors.messages_by_pk(changed_pks, tail)
     batches = _touched_batches(messages, tail)
+    superseded = _superseded_spinners(messages, created, tail)
+    # A thinking line this frame both adds and replaces never reaches a page: neither
+    # rendered nor deleted (a batched ingest adds and replaces several).
+    unseen = {m.dom_id for m in messages if m.pk in created} & set(superseded)
     emitted: set[str] = set()
     for message in messages:
+        if message.dom_id in unseen:
+            continue
         if message.role == Role.TOOL:
             found = batches.get(message.pk)
             if found is not None and found[0].dom_id not in emitted:
@@ -110,7 +116,7 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
         items = presenters.present_transcript([message])
         if items:
             parts.append(_render_item(items[0], append=message.pk in created))
-    parts += [_delete(dom_id) for dom_id in _superseded_spinners(messages, created, tail)]
+    parts += [_delete(dom_id) for dom_id in superseded if dom_id not in unseen]
     return parts
 
 

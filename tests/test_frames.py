@@ -179,5 +179,6 @@ def test_sec10_one_frame_with_two_thinking_lines_and_work_leaves_only_the_last_l
     )
     old, mid, new = conversation.messages.filter(status_type="thinking").order_by("position")
     assert f'<div id="m-{old.pk}" hx-swap-oob="delete">' in html
-    assert f'<div id="m-{mid.pk}" hx-swap-oob="delete">' in html
+    # Added and replaced within this frame: never sent, neither rendered nor deleted.
+    assert f"m-{mid.pk}" not in html
     assert f'<div id="m-{new.pk}" hx-swap-oob="delete">' not in html

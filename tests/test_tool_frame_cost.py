@@ -396,3 +396,19 @@ def test_p2_batched_ingest_frame_reads_its_batches_from_one_read(
 @pytest.mark.parametrize(("changed", "size"), [(1, 16), (8, 16), (9, 32), (20, 32), (40, 64)])
 def test_a_frame_first_read_grows_with_its_changes_in_few_sizes(changed, size):
     assert frames._tail_size(changed) == size
+
+
+def test_s10_a_thinking_line_added_and_replaced_in_one_frame_is_not_sent(user):
+    """§10 one status line: a batched ingest adds a thinking line and the work that
+    replaces it; the page never had it, so the frame neither renders nor deletes it."""
+    conversation = Conversation.objects.create(owner=user, title="batched")
+    ingest(conversation, timed([{"type": "user.message", "run_id": RUN, "content": "Go"}]))
+    first, last, changes = frame_after(
+        conversation, *timed([status("running"), status("thinking", message="Reading"), tool("t1")])
+    )
+    html = frames.change_frame(conversation, first, last, changes).html
+    spinner = conversation.messages.get(status_type="thinking")  # kept until the run ends
+    assert spinner.pk in changes.created
+    assert spinner.dom_id not in html
+    assert "Reading" not in html
+    assert 'data-tool-call-id="t1"' in html
