@@ -260,6 +260,9 @@ def run_chainlit(browser, python: Path, args) -> dict:
 
 def run_chatui(browser, bench: Bench, cookie: str, args, *, channel: bool) -> dict:
     from chatui_client import ChatuiClient
+    from common import maybe_py_spy
+
+    profile = args.py_spy and f"{args.py_spy}.{'channel' if channel else 'http'}"
 
     conversation = bench.new_conversation("side by side")
     bench.server.post_events(conversation, [{"type": "user.message", "content": "stream"}])
@@ -289,6 +292,9 @@ def run_chatui(browser, bench: Bench, cookie: str, args, *, channel: bool) -> di
             out.send({"type": "agent.step.completed", "message_id": "answer", "content": "ok"})
             out.flush()
             cpu = cpu_seconds(bench.pid)
+            spy = maybe_py_spy(bench.pid, profile, args.steps * 0.022, gil=args.gil)
+            spy.__enter__()
+            cpu = cpu_seconds(bench.pid)  # py-spy's own start is not the steps' cost
             for index in range(args.steps):
                 call = {"tool_call_id": f"t{index}", "run_id": "side"}
                 out.send({"type": "agent.tool.started", "tool_name": "read_file", **call,
@@ -299,6 +305,7 @@ def run_chatui(browser, bench: Bench, cookie: str, args, *, channel: bool) -> di
                     time.sleep(0.02)
             out.flush()
             tools_cpu = cpu_seconds(bench.pid) - cpu
+            spy.__exit__(None, None, None)
             out.close()
         tool_at = seen_at(page, "__toolAt", offset)
     finally:
@@ -324,6 +331,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50, help="tool steps")
     parser.add_argument("--only", choices=("chatui", "chainlit"), help="run one side only")
     parser.add_argument("--reinstall", action="store_true", help="reinstall Chainlit")
+    parser.add_argument(
+        "--py-spy",
+        metavar="OUT",
+        help="profile chatui's daphne during the tool steps (OUT.http, OUT.channel)",
+    )
+    parser.add_argument("--gil", action="store_true", help="py-spy: only the GIL holder")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 

@@ -7,7 +7,10 @@ into it (`common.EventStream`: user message, running/thinking statuses,
 streamed deltas, step.completed with tool calls, tool started/progress/completed
 pairs, a final answer and run completed), through httpx with keep-alive. Every
 conversation has one viewer socket connected (in a helper process), so each
-accepted ingest really renders and sends its frame. Two modes:
+accepted ingest really renders and sends its frame. With `--rail` each viewer
+also opens the list rows socket the conversation page's rail opens (one user:
+each rail gets every conversation's rows); without it no list is open, and chatui
+renders no rows (chatui.broadcast.may_have_members). Two modes:
 
   batch   POST {"events": [...100 events...]}      target ≥ 2,000 events/s
   single  POST one event per request                target ≥ 400 requests/s
@@ -64,6 +67,8 @@ def run_mode(bench: Bench, cookie: str, mode: str, args, profile: str | None) ->
     batch = args.batch if mode == "batch" else 1
     conversations = [bench.new_conversation(f"p2 {mode} {n}") for n in range(args.threads)]
     paths = [f"/ws/conversations/{c}/?after=0" for c in conversations]
+    if args.rail:  # each viewer's page also lists the conversations (the rail's socket)
+        paths += ["/ws/rows/"] * len(conversations)
     streams = [EventStream(f"{mode}{n}") for n in range(args.threads)]
     latencies: list[list[float]] = [[] for _ in conversations]
     accepted = [0] * args.threads
@@ -256,6 +261,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10, help="measured time per mode")
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--max-requests", type=int, default=20000)
+    parser.add_argument(
+        "--rail",
+        action="store_true",
+        help="each viewer also opens the rail's /ws/rows/ socket, as the conversation page "
+        "does (then every list row is rendered and sent; without it, none is rendered)",
+    )
     parser.add_argument("--py-spy", metavar="PREFIX", help="profile daphne: PREFIX-<mode>.txt")
     parser.add_argument("--gil", action="store_true", help="py-spy: the GIL holder only (CPU)")
     parser.add_argument(

@@ -59,20 +59,36 @@ def broadcast(
     changes: ChangeSet,
     **kwargs,
 ) -> None:
-    """Render the frame once and hand it to every viewer's consumer."""
-    frame = change_frame(conversation, first_seq, last_seq, changes)
-    send_to_group(
-        group_name(conversation_id),
-        {
-            "type": "transcript.frame",
-            "first_seq": frame.first_seq,
-            "last_seq": frame.last_seq,
-            "html": frame.html,
-            "streamed_text_only": frame.streamed_text_only,
-        },
-    )
-    if row_changed(changes):
+    """Render the frame once and hand it to every viewer's consumer; nothing is
+    rendered for a group nobody is in (`may_have_members`)."""
+    group = group_name(conversation_id)
+    if may_have_members(group):
+        frame = change_frame(conversation, first_seq, last_seq, changes)
+        send_to_group(
+            group,
+            {
+                "type": "transcript.frame",
+                "first_seq": frame.first_seq,
+                "last_seq": frame.last_seq,
+                "html": frame.html,
+                "streamed_text_only": frame.streamed_text_only,
+            },
+        )
+    if row_changed(changes) and may_have_members(rows_group(conversation.owner_id)):
         send_row(conversation_id)
+
+
+def may_have_members(group: str) -> bool:
+    """Might a message sent to `group` reach anyone? The in-memory layer (one process)
+    knows its groups: with nobody in one — a runtime posting while nobody watches, a
+    transcript watched by no list page — a frame or row would be rendered for
+    nobody. A page that opens later misses nothing: its socket joins the group before
+    it reads what it missed (chatui.consumers; rows come with the list page).
+    Other layers (Redis) would need a round trip to know: yes."""
+    layer = get_channel_layer()
+    if type(layer) is InMemoryChannelLayer:
+        return bool(layer.groups.get(group))
+    return True
 
 
 def send_row(conversation_id) -> None:
