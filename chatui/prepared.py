@@ -35,7 +35,6 @@ each compiled once. `PreparedLookup` looks rows up by one value or such a list;
 from __future__ import annotations
 
 import itertools
-import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -53,6 +52,19 @@ from django.db.models.sql import DeleteQuery, UpdateQuery
 
 T = TypeVar("T")
 S = TypeVar("S")
+V = TypeVar("V")
+
+
+def _made_once(cache: dict[Any, V], key: Any, make: Callable[[], V]) -> V:
+    """What `make()` gives, made the first time `key` (a database alias, with whatever
+    else shapes the statement) is asked for, and kept: statements are built from the
+    models' fields and the database's quoting, neither of which changes. Two threads
+    may both make it the first time; either result is the same."""
+    made = cache.get(key)
+    if made is None:
+        made = cache[key] = make()
+    return made
+
 
 _samples = itertools.count(1)
 _UNSEEN = object()
@@ -98,7 +110,6 @@ class Prepared(Generic[T]):
         self.build = build
         self.fields = fields
         self._compiled: dict[str, _Compiled] = {}
-        self._lock = threading.Lock()
 
     # -- running ----------------------------------------------------------------
 
@@ -134,12 +145,7 @@ class Prepared(Generic[T]):
     # -- compiling --------------------------------------------------------------
 
     def _compile(self, using: str) -> _Compiled:
-        compiled = self._compiled.get(using)
-        if compiled is None:
-            with self._lock:
-                compiled = self._compiled.get(using) or self._compile_now(using)
-                self._compiled[using] = compiled
-        return compiled
+        return _made_once(self._compiled, using, lambda: self._compile_now(using))
 
     def _compile_now(self, using: str) -> _Compiled:
         connection = connections[using]
@@ -220,7 +226,6 @@ class InSizes(Generic[S]):
     def __init__(self, make: Callable[[tuple[str, ...]], S]):
         self.make = make
         self._shapes: dict[int, S] = {}
-        self._lock = threading.Lock()
 
     def chunks(self, values: Iterable[Any]) -> Iterator[tuple[S, dict[str, Any]]]:
         """(shape, its named values) for each chunk of `values` (sorted: stable SQL)."""
@@ -233,12 +238,7 @@ class InSizes(Generic[S]):
             yield self._shape(size), dict(zip(_in_names(size), padded, strict=True))
 
     def _shape(self, size: int) -> S:
-        shape = self._shapes.get(size)
-        if shape is None:
-            with self._lock:
-                shape = self._shapes.get(size) or self.make(_in_names(size))
-                self._shapes[size] = shape
-        return shape
+        return _made_once(self._shapes, size, lambda: self.make(_in_names(size)))
 
 
 def _in_names(size: int) -> tuple[str, ...]:
@@ -295,15 +295,13 @@ class _PreparedWrite:
 
     def __init__(self) -> None:
         self._compiled: dict[str, tuple[str, tuple, tuple]] = {}
-        self._lock = threading.Lock()
 
     def run(self, using: str = "default", **values: Any) -> int:
         """Run it; the number of rows changed."""
         connection = connections[using]
-        with self._lock:
-            if using not in self._compiled:
-                self._compiled[using] = self._compile_now(connection)
-        sql, params, slots = self._compiled[using]
+        sql, params, slots = _made_once(
+            self._compiled, using, lambda: self._compile_now(connection)
+        )
         with connection.cursor() as cursor:
             cursor.execute(sql, _filled(params, slots, values, connection))
             return cursor.rowcount
@@ -374,8 +372,7 @@ class PreparedSave:
             cursor.executemany(self._sql_for(connection), rows)
 
     def _sql_for(self, connection) -> str:
-        using = connection.alias
-        return self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
+        return _made_once(self._sql, connection.alias, lambda: self._write_sql(connection))
 
     def _params(self, obj: models.Model, connection) -> list[Any]:
         params = [
@@ -403,13 +400,13 @@ class PreparedInsert:
             for field in model._meta.concrete_fields
             if not (field.primary_key and isinstance(field, models.AutoField | models.BigAutoField))
         ]
-        self._sql: dict[str, str] = {}
+        self._sql: dict[Any, str] = {}  # by database, and rows for `run_returning`'s
 
     def run(self, objs: list[models.Model], using: str = "default") -> None:
         if not objs:
             return
         connection = connections[using]
-        sql = self._sql.get(using) or self._sql.setdefault(using, self._write_sql(connection))
+        sql = _made_once(self._sql, using, lambda: self._write_sql(connection))
         rows = self._rows(objs, connection)
         with connection.cursor() as cursor:
             if len(rows) == 1:
@@ -433,7 +430,7 @@ class PreparedInsert:
             chunk = objs[start : start + per_statement]
             params = [value for row in self._rows(chunk, connection) for value in row]
             with connection.cursor() as cursor:
-                cursor.execute(self._returning_sql(connection, len(chunk)), params)
+                cursor.execute(self._returning_sql_for(connection, len(chunk)), params)
                 keys = cursor.fetchall()
             for obj, (key,) in zip(chunk, keys, strict=True):
                 setattr(obj, pk.attname, key)
@@ -459,6 +456,11 @@ class PreparedInsert:
 
     def _write_sql(self, connection) -> str:
         return f"{self._into(connection)} VALUES ({', '.join(['%s'] * len(self.fields))})"
+
+    def _returning_sql_for(self, connection, rows: int) -> str:
+        return _made_once(
+            self._sql, (connection.alias, rows), lambda: self._returning_sql(connection, rows)
+        )
 
     def _returning_sql(self, connection, rows: int) -> str:
         row = f"({', '.join(['%s'] * len(self.fields))})"
