@@ -642,7 +642,11 @@ class ChatuiClient(_BaseClient):
                 timeout=self._http.timeout.connect or 10.0,
             )
             return EventStream(
-                socket.send, flush_after=flush_after, wait=socket.wait, on_close=socket.close
+                socket.send,
+                flush_after=flush_after,
+                wait=socket.wait,
+                on_close=socket.close,
+                background=True,
             )
         stored = {"last_seq": 0}
 

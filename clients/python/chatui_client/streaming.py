@@ -10,7 +10,10 @@ itself, at once, in order. Two ways out:
   for `websockets`): one WebSocket at ``/ws/ingest/{id}/`` carrying a JSON list per
   flush. The server acknowledges events once they are durable; events not acknowledged
   when the socket drops are sent again on a new one (the server counts those it already
-  holds as duplicates, so nothing is stored twice).
+  holds as duplicates, so nothing is stored twice). Here every event is written to the
+  socket by the stream's own thread, so ``send`` never waits for the network (it did not
+  wait for storage anyway), and events handed over together — a fast tool's start and
+  end — go out as one message, which the server stores in one transaction.
 
 ``flush()`` returns when everything sent so far is stored (``last_seq`` then says up to
 where); ``close()`` flushes and closes. An error the server answered for an event sent
@@ -31,8 +34,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 DELTA = "agent.message.delta"
-#: Events per message when a reconnected channel re-sends what was not acknowledged.
-RESEND_CHUNK = 500
+#: At most this many events per channel message (the server holds 5,000 unacknowledged
+#: events per socket)...
+MESSAGE_EVENTS = 500
+#: ...and this many bytes of JSON (the server takes 8 MiB by default); a larger event
+#: goes alone.
+MESSAGE_BYTES = 1024 * 1024
+#: Events a background stream holds before `send` waits for its thread to catch up.
+MAX_WAITING = 1000
 CONNECT_ATTEMPTS = 6
 
 Send = Callable[[list[dict[str, Any]]], None]
@@ -48,8 +57,11 @@ class EventStream:
         flush_after: float = 0.025,
         wait: Callable[[], int] | None = None,
         on_close: Callable[[], None] | None = None,
+        background: bool = False,
     ):
         self._send = send  # posts one batch, in order, raising on failure
+        # Every event sent by the timer thread, `send` returning at once (the channel).
+        self._background = background
         self._wait = wait  # blocks until what was sent is durable; returns last_seq
         self._on_close = on_close
         self.flush_after = flush_after
@@ -75,12 +87,15 @@ class EventStream:
         self.send({"type": DELTA, "message_id": message_id, "delta": text, **fields})
 
     def send(self, event: Mapping[str, Any]) -> None:
-        """Queue a delta, or send any other event now (after the deltas before it)."""
+        """Queue a delta, or send any other event now (after the deltas before it): from
+        this thread, or, on the channel, by handing it to the stream's thread at once."""
         from . import with_event_ids
 
         (stamped,) = with_event_ids([event])
         with self._state:
             self._raise_error()
+            while self._background and len(self._buffer) >= MAX_WAITING and not self._closed:
+                self._state.wait()  # the thread is behind: wait, as a blocking send would
             if self._closed:
                 raise RuntimeError("the stream is closed")
             self._buffer.append(stamped)
@@ -88,6 +103,10 @@ class EventStream:
                 if self._deadline is None:
                     self._deadline = time.monotonic() + self.flush_after
                     self._state.notify_all()
+                return
+            if self._background:
+                self._deadline = time.monotonic()  # due now: the thread sends what waits
+                self._state.notify_all()
                 return
         self._flush_buffer()
 
@@ -117,6 +136,7 @@ class EventStream:
         with self._sending:
             with self._state:
                 batch, self._buffer, self._deadline = self._buffer, [], None
+                self._state.notify_all()  # room again for a waiting `send`
             if batch:
                 self._send(batch)
 
@@ -197,9 +217,10 @@ class IngestChannel:
             self._reconnect()  # sends every unacknowledged event, this batch included
             return
         try:
-            with self._lock:
-                self._in_flight.append([event["event_id"] for event in batch])
-            socket.send(json.dumps(batch))
+            for ids, text in socket_messages(batch):
+                with self._lock:
+                    self._in_flight.append(ids)
+                socket.send(text)
         except Exception:
             self._reconnect()
 
@@ -232,11 +253,10 @@ class IngestChannel:
             pending = list(self._unacked.values())
             self._in_flight = []
         threading.Thread(target=self._read, args=(socket,), daemon=True).start()
-        for start in range(0, len(pending), RESEND_CHUNK):
-            chunk = pending[start : start + RESEND_CHUNK]
+        for ids, text in socket_messages(pending):
             with self._lock:
-                self._in_flight.append([event["event_id"] for event in chunk])
-            socket.send(json.dumps(chunk))
+                self._in_flight.append(ids)
+            socket.send(text)
         return socket
 
     def _read(self, socket) -> None:
@@ -275,3 +295,25 @@ class IngestChannel:
         # One ack may cover several messages (the server writes them together).
         self._in_flight = [ids for ids in self._in_flight if not set(ids) <= acked]
         self.last_seq = max(self.last_seq, answer.get("last_seq", 0))
+
+
+def socket_messages(events: list[dict[str, Any]]) -> list[tuple[list[str], str]]:
+    """`events` as channel messages, in order: JSON lists of at most MESSAGE_EVENTS
+    events and MESSAGE_BYTES (an event larger than that alone), each with its event
+    ids. The server answers a refused message whole, so a message is what fails
+    together."""
+    messages: list[tuple[list[str], str]] = []
+    ids: list[str] = []
+    parts: list[str] = []
+    size = 0
+    for event in events:
+        text = json.dumps(event)
+        if parts and (len(parts) == MESSAGE_EVENTS or size + len(text) + 1 > MESSAGE_BYTES):
+            messages.append((ids, "[" + ",".join(parts) + "]"))
+            ids, parts, size = [], [], 0
+        ids.append(event["event_id"])
+        parts.append(text)
+        size += len(text) + 1
+    if parts:
+        messages.append((ids, "[" + ",".join(parts) + "]"))
+    return messages
