@@ -299,6 +299,8 @@ def run_chatui(browser, bench: Bench, cookie: str, args, *, channel: bool) -> di
                 call = {"tool_call_id": f"t{index}", "run_id": "side"}
                 out.send({"type": "agent.tool.started", "tool_name": "read_file", **call,
                           "args": {"path": f"src/module_{index}.py"}})  # fmt: skip
+                if args.tool_ms:  # a tool that takes this long: its start goes out alone
+                    time.sleep(args.tool_ms / 1000)
                 done = time.time()  # the runtime hands over the (last) step's end
                 out.send({"type": "agent.tool.completed", "result": f"ok: {index}", **call})
                 if index < args.steps - 1:
@@ -330,6 +332,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200, help="tokens per second")
     parser.add_argument("--steps", type=int, default=50, help="tool steps")
     parser.add_argument("--only", choices=("chatui", "chainlit"), help="run one side only")
+    parser.add_argument(
+        "--tool-ms",
+        type=float,
+        default=0,
+        help="chatui: each tool runs this long between its start and its end (default: at once)",
+    )
     parser.add_argument("--reinstall", action="store_true", help="reinstall Chainlit")
     parser.add_argument(
         "--py-spy",
