@@ -9,8 +9,9 @@ CONN_MAX_AGE 0, the in-memory channel layer). Plays the P2 event stream
 (`common.EventStream`) through the real API view with Django's test client, a
 bearer token, closing the database connection after each request as
 `request_finished` does under daphne (CONN_MAX_AGE 0), and counts the SQL
-queries of each request. The broadcast renders its frame as usual; with no
-consumer connected the group_send itself costs almost nothing, which is the one
+queries of each request. A channel stands for one viewer's page (the transcript
+and the rail): the broadcast renders its frame and row as usual; with no
+consumer reading it the group_send itself costs almost nothing, which is the one
 difference from P2. `--page N` instead builds an N-message conversation (as P3
 does) and profiles `GET /c/<id>/`.
 """
@@ -45,6 +46,22 @@ def setup_django(data: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def watch(conversation) -> None:
+    """A viewer's page, as in P2 with --rail: a channel in the conversation's group and
+    in its owner's rows group (the rail), or chatui renders no frame and no row
+    (chatui.broadcast.may_have_members). Its queue fills up and then drops frames, as
+    the in-memory layer does for a viewer that does not read."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from chatui.broadcast import group_name, rows_group
+
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    for group in (group_name(conversation.pk), rows_group(conversation.owner_id)):
+        async_to_sync(layer.group_add)(group, channel)
 
 
 def main() -> None:
@@ -105,6 +122,7 @@ def run(args) -> None:
     user = get_user_model().objects.create_user("bench", password="bench-password-1")
     _, raw = ApiToken.issue(user)
     conversation = Conversation.objects.create(owner=user, title="profile")
+    watch(conversation)
     api = Client(headers={"Authorization": f"Bearer {raw}"})
     url = f"/api/v1/conversations/{conversation.pk}/events"
 
