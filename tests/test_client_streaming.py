@@ -15,6 +15,7 @@ from chatui_client.streaming import (
     MESSAGE_BYTES,
     MESSAGE_EVENTS,
     EventStream,
+    IngestChannel,
     socket_messages,
 )
 
@@ -38,6 +39,18 @@ def delta(text: str) -> dict:
 def logged(server, conversation_id: str) -> list[dict]:
     with server.api() as api:
         return api.get(f"/conversations/{conversation_id}/events").json()["events"]
+
+
+def recording_batches(out: EventStream) -> tuple[IngestChannel, list[list[dict]]]:
+    """The stream's channel, and the batches the stream hands it from now on."""
+    channel, batches = out._send.__self__, []
+
+    def recording(batch: list[dict]) -> None:
+        batches.append(batch)
+        channel.send(batch)
+
+    out._send = recording
+    return channel, batches
 
 
 def test_sec2_2_client_coalesces_deltas_and_sends_them_before_any_other_event(chatui_server):
@@ -86,24 +99,19 @@ def test_sec2_2_client_over_the_channel_stores_everything_once_across_a_drop(cha
     conversation_id = chatui_server.new_conversation("client channel")
     with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
         out = chatui.stream(conversation_id, channel=True)
-        channel, sent = out._send.__self__, []
-
-        def recording(batch: list[dict]) -> None:
-            sent.extend(batch)
-            channel.send(batch)
-
-        out._send = recording
+        channel, batches = recording_batches(out)
         for word in ("one ", "two ", "three "):
             out.delta("a1", word)
         assert out.flush() == 3
         # As if the socket had dropped before its acks came: all three are re-sent.
+        sent = [event for batch in batches for event in batch]
         channel._unacked.update({event["event_id"]: event for event in sent})
         channel._socket.close()
         out.delta("a1", "four")
         out.send({"type": "agent.step.completed", "message_id": "a1", "content": "done"})
         assert out.flush() == 5
         out.close()
-        assert len(sent) == 5
+        assert sum(map(len, batches)) == 5
     events = logged(chatui_server, conversation_id)
     assert len(events) == 5 and len({e["event_id"] for e in events}) == 5
     with chatui_server.api() as api:
@@ -128,13 +136,7 @@ def test_sec2_2_channel_events_handed_over_together_go_out_as_one_message(chatui
     conversation_id = chatui_server.new_conversation("client channel together")
     with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
         out = chatui.stream(conversation_id, channel=True)
-        channel, batches = out._send.__self__, []
-
-        def recording(batch: list[dict]) -> None:
-            batches.append(batch)
-            channel.send(batch)  # one batch of small events: one socket message
-
-        out._send = recording
+        _, batches = recording_batches(out)  # a batch of small events: one socket message
         call = {"tool_call_id": "t1", "run_id": "r1"}
         runtime = threading.Thread(
             target=lambda: [
