@@ -931,6 +931,56 @@ def _present_subtree(
     return _tool_entry(message, now=now, display=display, children=children, depth=depth)
 
 
+# -- top-level entries kept between live frames ---------------------------------------
+
+
+@dataclass(frozen=True)
+class KeptRoot:
+    """A top-level entry as a live frame presented it, and the messages it shows."""
+
+    view: ToolEntryView
+    pks: frozenset[int]  # its own message's and its nested tools'
+    timed: bool  # something in it is pending: its clock moves, so it is never lent
+
+
+@dataclass
+class KeptRoots:
+    """Top-level entries of one tool batch, carried from a live frame to the next
+    (chatui.batch_cache). Presenting is a function of an entry's messages (and of the
+    clock while one pends): an entry none of whose messages changed (`dirty`) and
+    whose nesting is the same is lent as it was, so a tool event's frame presents the
+    entries it changed, not the whole batch (SPEC §8 tool steps). Frames show
+    `MASKED` text only: what is kept was presented that way."""
+
+    views: dict[int, KeptRoot] = field(default_factory=dict)
+    dirty: frozenset[int] = frozenset()
+    presented: dict[int, KeptRoot] = field(default_factory=dict)  # filled by this call
+
+    def view_of(
+        self, message: Message, tree: _ToolTree, now: datetime, display: Display
+    ) -> ToolEntryView:
+        old = self.views.get(message.pk)
+        children = tree.children.get(message.pk)
+        if children:
+            pks = frozenset((message.pk, *(tool.pk for tool in tree.descendants(message.pk))))
+        else:
+            pks = frozenset((message.pk,)) if old is None or len(old.pks) != 1 else old.pks
+        if old is None or old.timed or old.pks != pks or not pks.isdisjoint(self.dirty):
+            view = _present_subtree(message, tree, now, display)
+            timed = any(entry.is_pending for entry in iter_entries((view,)))
+            old = KeptRoot(view, pks, timed)
+        self.presented[message.pk] = old
+        return old.view
+
+
+def _root_view(
+    message: Message, tree: _ToolTree, now: datetime, display: Display, kept: KeptRoots | None
+) -> ToolEntryView:
+    if kept is None or display.mask_secrets is not True or display.transform is not None:
+        return _present_subtree(message, tree, now, display)
+    return kept.view_of(message, tree, now, display)
+
+
 # -- batches ----------------------------------------------------------------------
 
 
@@ -1063,12 +1113,13 @@ def _batch(
     now: datetime,
     display: Display,
     head: BatchHead | None = None,
+    kept: KeptRoots | None = None,
 ) -> ToolBatchView:
     """The batch of top-level `roots` (after `head`, its part not loaded); only the
     latest BATCH_WINDOW are presented, the earlier ones are counted from their
     columns, without presenting them (P3)."""
     earlier, shown = roots[:-BATCH_WINDOW], roots[-BATCH_WINDOW:]
-    views = [_present_subtree(message, tree, now, display) for message in shown]
+    views = [_root_view(message, tree, now, display, kept) for message in shown]
     entries = tuple(_merge_attempts(shown, views))
     every = list(iter_entries(entries))
     hidden = [tool for root in earlier for tool in (root, *tree.descendants(root.pk))]
@@ -1298,13 +1349,19 @@ def supersedes_spinner(message: Message) -> bool:
 
 
 def present_transcript(
-    messages: Iterable[Message], *, now: datetime | None = None, display: Display = MASKED
+    messages: Iterable[Message],
+    *,
+    now: datetime | None = None,
+    display: Display = MASKED,
+    kept: KeptRoots | None = None,
 ) -> list[Item]:
     """A contiguous, position-ordered slice of messages → the items to render, in order,
     every text shown as `display` says (chatui.display: secrets masked by default).
 
     Pass a list (a QuerySet is evaluated here, once). No database access happens.
     A MessageWindow's `batch_head` is the part of its opening tool batch before it.
+    `kept` (a live frame's, chatui.batch_cache) lends top-level entries presented
+    before and records those presented now.
     """
     head = getattr(messages, "batch_head", None)
     messages = list(messages)
@@ -1323,7 +1380,7 @@ def present_transcript(
         if batch:
             # The head belongs to the slice's first batch if no breaker came before it
             # (a breaker flushes, which drops the head).
-            items.append(_batch(batch, tree, now, display, head))
+            items.append(_batch(batch, tree, now, display, head, kept))
             batch.clear()
         head = None
         items.extend(held)
