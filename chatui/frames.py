@@ -233,7 +233,7 @@ def _batch_parts(
 ) -> list[str]:
     """A new batch whole; else its summary and only the entries that changed (§10):
     the reader's focus, selection and open <details> elsewhere in it stay untouched."""
-    if _entry_pks(batch) <= created:
+    if _all_created(batch.entries, created):
         return [_render_item(batch, append=True)]
     parts = [render_to_string(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
     for entry in batch.entries:
@@ -244,8 +244,7 @@ def _batch_parts(
 def _entry_parts(
     entry: presenters.ToolEntryView, touched: set[int], created: set[int], container: str
 ) -> list[str]:
-    subtree = _entry_pks_of([entry])
-    if not subtree & touched:
+    if not _touches(entry, touched):
         return []
     if set(entry.pks) <= created:  # a new entry: appended to its list
         return [_append(container, _render_entry(entry))]
@@ -323,6 +322,19 @@ def _batch_of(
     window = selectors.batch_slice(message, tail)
     items = presenters.present_transcript(window, kept=kept)
     return presenters.batch_containing(items, message.pk), window
+
+
+def _touches(entry: presenters.ToolEntryView, pks: set[int]) -> bool:
+    """Does `entry` (nested ones too) show one of `pks`? Asked of every entry of a
+    batch a frame sends part of: no set built for the many that have no children."""
+    if not pks.isdisjoint(entry.pks):
+        return True
+    return any(_touches(child, pks) for child in entry.children)
+
+
+def _all_created(entries: Iterable[presenters.ToolEntryView], created: set[int]) -> bool:
+    """Are all of them new (stops at the first that is not: usually the first)?"""
+    return all(pk in created for entry in presenters.iter_entries(entries) for pk in entry.pks)
 
 
 def _entry_pks(batch: presenters.ToolBatchView) -> set[int]:

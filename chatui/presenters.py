@@ -853,7 +853,8 @@ def iter_entries(entries: Iterable[ToolEntryView]) -> Iterator[ToolEntryView]:
     """Every entry, nested ones included, depth first in display order."""
     for entry in entries:
         yield entry
-        yield from iter_entries(entry.children)
+        if entry.children:  # most have none: no generator made for them (a batch's walk)
+            yield from iter_entries(entry.children)
 
 
 # -- G13 nesting ------------------------------------------------------------------
@@ -887,6 +888,8 @@ class _ToolTree:
 
     def _break_cycles(self, tools: list[Message], parent_of: dict[int, Message]) -> None:
         """Tools only reachable through a parent cycle become top-level (in order)."""
+        if not parent_of:
+            return  # no nesting: every tool is top-level already
         seen: set[int] = set()
 
         def visit(pk: int) -> None:
@@ -959,17 +962,19 @@ class KeptRoots:
     def view_of(
         self, message: Message, tree: _ToolTree, now: datetime, display: Display
     ) -> ToolEntryView:
-        old = self.views.get(message.pk)
-        children = tree.children.get(message.pk)
-        if children:
-            pks = frozenset((message.pk, *(tool.pk for tool in tree.descendants(message.pk))))
-        else:
-            pks = frozenset((message.pk,)) if old is None or len(old.pks) != 1 else old.pks
-        if old is None or old.timed or old.pks != pks or not pks.isdisjoint(self.dirty):
+        pk = message.pk
+        old = self.views.get(pk)
+        if tree.children.get(pk):
+            pks = frozenset((pk, *(tool.pk for tool in tree.descendants(pk))))
+            stale = old is None or old.pks != pks or not pks.isdisjoint(self.dirty)
+        else:  # most entries: asked of each at every frame, so kept short
+            pks = None
+            stale = old is None or len(old.pks) != 1 or pk in self.dirty
+        if stale or old.timed:
             view = _present_subtree(message, tree, now, display)
             timed = any(entry.is_pending for entry in iter_entries((view,)))
-            old = KeptRoot(view, pks, timed)
-        self.presented[message.pk] = old
+            old = KeptRoot(view, pks or frozenset((pk,)), timed)
+        self.presented[pk] = old
         return old.view
 
 
@@ -985,7 +990,10 @@ def _root_view(
 
 
 def _attempt(message: Message) -> int | None:
-    return contract_number(_int_like((message.metadata or {}).get("attempt")), MAX_ATTEMPTS)
+    attempt = (message.metadata or {}).get("attempt")
+    if attempt is None:  # most calls: asked of every entry of a batch at every frame
+        return None
+    return contract_number(_int_like(attempt), MAX_ATTEMPTS)
 
 
 def _retries(previous: Message, previous_view: ToolEntryView, message: Message) -> bool:
