@@ -237,7 +237,8 @@ def _batch_parts(
         return [_render_item(batch, append=True)]
     parts = [render_to_string(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
     for entry in batch.entries:
-        parts += _entry_parts(entry, touched, created, batch.entries_id)
+        if entry.children or not touched.isdisjoint(entry.pks):  # else untouched: skipped
+            parts += _entry_parts(entry, touched, created, batch.entries_id)
     return parts
 
 

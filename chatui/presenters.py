@@ -959,31 +959,41 @@ class KeptRoots:
     dirty: frozenset[int] = frozenset()
     presented: dict[int, KeptRoot] = field(default_factory=dict)  # filled by this call
 
-    def view_of(
-        self, message: Message, tree: _ToolTree, now: datetime, display: Display
-    ) -> ToolEntryView:
-        pk = message.pk
-        old = self.views.get(pk)
-        if tree.children.get(pk):
-            pks = frozenset((pk, *(tool.pk for tool in tree.descendants(pk))))
-            stale = old is None or old.pks != pks or not pks.isdisjoint(self.dirty)
-        else:  # most entries: asked of each at every frame, so kept short
-            pks = None
-            stale = old is None or len(old.pks) != 1 or pk in self.dirty
-        if stale or old.timed:
-            view = _present_subtree(message, tree, now, display)
-            timed = any(entry.is_pending for entry in iter_entries((view,)))
-            old = KeptRoot(view, pks or frozenset((pk,)), timed)
-        self.presented[pk] = old
-        return old.view
+    def views_of(
+        self, roots: list[Message], tree: _ToolTree, now: datetime, display: Display
+    ) -> list[ToolEntryView]:
+        """The entries of top-level `roots`, lent when they may be (one call a batch:
+        this runs for every entry at every frame, so it is kept tight)."""
+        views, presented, dirty, children = self.views, self.presented, self.dirty, tree.children
+        shown: list[ToolEntryView] = []
+        for message in roots:
+            pk = message.pk
+            old = views.get(pk)
+            if children.get(pk):
+                pks = frozenset((pk, *(tool.pk for tool in tree.descendants(pk))))
+                stale = old is None or old.pks != pks or not pks.isdisjoint(dirty)
+            else:  # most entries
+                pks = None
+                stale = old is None or len(old.pks) != 1 or pk in dirty
+            if stale or old.timed:
+                view = _present_subtree(message, tree, now, display)
+                timed = any(entry.is_pending for entry in iter_entries((view,)))
+                old = KeptRoot(view, pks or frozenset((pk,)), timed)
+            presented[pk] = old
+            shown.append(old.view)
+        return shown
 
 
-def _root_view(
-    message: Message, tree: _ToolTree, now: datetime, display: Display, kept: KeptRoots | None
-) -> ToolEntryView:
+def _root_views(
+    roots: list[Message],
+    tree: _ToolTree,
+    now: datetime,
+    display: Display,
+    kept: KeptRoots | None,
+) -> list[ToolEntryView]:
     if kept is None or display.mask_secrets is not True or display.transform is not None:
-        return _present_subtree(message, tree, now, display)
-    return kept.view_of(message, tree, now, display)
+        return [_present_subtree(message, tree, now, display) for message in roots]
+    return kept.views_of(roots, tree, now, display)
 
 
 # -- batches ----------------------------------------------------------------------
@@ -1032,6 +1042,8 @@ def _attempt_history(chain: list[ToolEntryView], final: Message) -> str:
 def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[ToolEntryView]:
     """G14: consecutive attempts of one call become one entry, shown as its latest
     attempt under the first attempt's DOM id (stable while the retries arrive)."""
+    if all(_attempt(message) is None for message in roots):
+        return list(views)  # no numbered attempt: nothing to merge (most batches)
     chains: list[tuple[list[Message], list[ToolEntryView]]] = []
     for message, view in zip(roots, views, strict=True):
         # The latest chain this attempt continues, if any. Not only the entry right
@@ -1073,9 +1085,8 @@ def _names_text(entries: Sequence[ToolEntryView], shown: int = 2) -> str | None:
     return f"{text} +{len(titles) - shown}" if len(titles) > shown else text
 
 
-def _live_line(entries: Iterable[ToolEntryView]) -> LiveLineView | None:
+def _live_line(running: ToolEntryView | None) -> LiveLineView | None:
     """§10: the first running entry (nested ones too) with its progress and clock."""
-    running = next((entry for entry in entries if entry.is_running), None)
     if running is None:
         return None
     return LiveLineView(
@@ -1127,19 +1138,18 @@ def _batch(
     latest BATCH_WINDOW are presented, the earlier ones are counted from their
     columns, without presenting them (P3)."""
     earlier, shown = roots[:-BATCH_WINDOW], roots[-BATCH_WINDOW:]
-    views = [_root_view(message, tree, now, display, kept) for message in shown]
+    views = _root_views(shown, tree, now, display, kept)
     entries = tuple(_merge_attempts(shown, views))
-    every = list(iter_entries(entries))
+    every = _Tally.of(iter_entries(entries))
     hidden = [tool for root in earlier for tool in (root, *tree.descendants(root.pk))]
-    outcomes = _Outcomes.of_entries(every) + _Outcomes.of_messages(hidden)
+    outcomes = _Outcomes(every.failed, every.skipped, every.pending) + _Outcomes.of_messages(hidden)
     if head is not None:
         outcomes += _Outcomes(head.failed, head.skipped, head.running, head.updated_seq)
     earlier_count = len(earlier) + (head.roots if head else 0)
     start_pk = head.start_pk if head else roots[0].pk
     # Pending entries outside the window (rare: the latest ones run) count as running.
-    hidden_pending = outcomes.running - sum(entry.is_pending for entry in every)
-    running = sum(entry.is_running for entry in every) + hidden_pending
-    awaiting = sum(entry.status == ToolStatus.AWAITING_APPROVAL for entry in every)
+    hidden_pending = outcomes.running - every.pending
+    running = every.running + hidden_pending
     count = len(entries) + earlier_count
     return ToolBatchView(
         dom_id=f"b-{start_pk}",  # the first top-level entry's pk: stable as the batch grows
@@ -1152,22 +1162,58 @@ def _batch(
         skipped_text=_counted(outcomes.skipped, "skipped"),
         running_count=running,
         running_text=_counted(running, "running"),
-        queued_text=_counted(sum(entry.is_queued for entry in every), "queued"),
+        queued_text=_counted(every.queued, "queued"),
         names_text=_names_text(entries),
-        live=_live_line(every),
+        live=_live_line(every.first_running),
         # G6: a batch holding an error renders expanded; §10: so does one holding a
         # running entry, until none runs (a fresh load then shows it closed again),
         # and one waiting for a person (SPEC §13: its buttons must be in sight).
-        open=outcomes.failed > 0 or running > 0 or awaiting > 0,
-        awaiting_text=_counted(awaiting, "awaiting approval"),
-        denied_text=_counted(sum(entry.status == ToolStatus.DENIED for entry in every), "denied"),
-        updated_seq=max(outcomes.updated_seq, *(entry.updated_seq for entry in every)),
+        open=outcomes.failed > 0 or running > 0 or every.awaiting > 0,
+        awaiting_text=_counted(every.awaiting, "awaiting approval"),
+        denied_text=_counted(every.denied, "denied"),
+        updated_seq=max(outcomes.updated_seq, every.updated_seq),
         earlier_count=earlier_count,
         earlier_before=shown[0].position if earlier_count else None,
         conversation_id=roots[0].conversation_id,
         start_pk=start_pk,
         hidden_pks=frozenset(tool.pk for tool in hidden),
     )
+
+
+@dataclass
+class _Tally:
+    """A batch's shown entries (nested ones too) counted in one walk: the summary asks
+    each of them this much at every live frame of a tool step (SPEC §8)."""
+
+    failed: int = 0
+    skipped: int = 0
+    pending: int = 0
+    running: int = 0
+    queued: int = 0
+    awaiting: int = 0
+    denied: int = 0
+    updated_seq: int = 0
+    first_running: ToolEntryView | None = None  # in display order (§10 live line)
+
+    @classmethod
+    def of(cls, entries: Iterable[ToolEntryView]) -> _Tally:
+        tally = cls()
+        for entry in entries:
+            tally.failed += entry.is_error
+            tally.skipped += entry.is_skipped
+            tally.updated_seq = max(tally.updated_seq, entry.updated_seq)
+            if entry.is_pending:
+                tally.pending += 1
+                if entry.status == ToolStatus.RUNNING:
+                    tally.running += 1
+                    tally.first_running = tally.first_running or entry
+                elif entry.status == ToolStatus.QUEUED:
+                    tally.queued += 1
+            if entry.status == ToolStatus.AWAITING_APPROVAL:
+                tally.awaiting += 1
+            elif entry.status == ToolStatus.DENIED:
+                tally.denied += 1
+        return tally
 
 
 @dataclass(frozen=True)
@@ -1185,14 +1231,6 @@ class _Outcomes:
             self.skipped + other.skipped,
             self.running + other.running,
             max(self.updated_seq, other.updated_seq),
-        )
-
-    @classmethod
-    def of_entries(cls, entries: Sequence[ToolEntryView]) -> _Outcomes:
-        return cls(
-            failed=sum(entry.is_error for entry in entries),
-            skipped=sum(entry.is_skipped for entry in entries),
-            running=sum(entry.is_pending for entry in entries),
         )
 
     @classmethod
