@@ -138,6 +138,18 @@ def advance(
     return _windowed(batch, last_seq, spliced, index, roots, changes)
 
 
+def follow(conversation_id, first_seq: int, last_seq: int, changes: ChangeSet) -> None:
+    """A frame that changed no message of the kept batch (the conversation's status,
+    text streamed into a message before it): the batch is as new as `last_seq`."""
+    key = key_of(conversation_id)
+    batch = BATCHES.get(key)
+    if batch is None or batch.seq != first_seq - 1 or changes.removed or changes.full_refresh:
+        return
+    if any(pk in batch.index or pk in changes.created for pk in changes.changed):
+        return
+    BATCHES.put(key, replace(batch, seq=last_seq))
+
+
 def _appended(
     rows: list[Message], index: dict[int, int], new: list[Message]
 ) -> tuple[list[Message], dict[int, int]]:

@@ -81,6 +81,8 @@ def change_frame(
     appended = {pk: pieces for pk, pieces in changes.appended.items() if pk not in changes.created}
     others = [pk for pk in changes.changed if pk not in appended]
     span = _Span(first_seq, last_seq, changes) if live else None
+    if live and not others:
+        batch_cache.follow(conversation.pk, first_seq, last_seq, changes)
     parts += _changed_parts(conversation.pk, others, changes.created, span)
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:

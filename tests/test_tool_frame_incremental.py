@@ -337,3 +337,20 @@ def test_g5_a_running_entry_kept_in_the_batch_shows_the_time_of_each_frame(user,
         assert live == fresh_frame(conversation, first, result.last_seq, result.changes)
         summary = live.split("</summary>")[0]
         assert "data-elapsed" in summary and 'data-tool-call-id="slow"' not in live
+
+
+def test_p1_a_frame_changing_no_message_keeps_the_batch_following(user):
+    """A status event between tool steps changes the conversation, no message: the
+    kept batch follows its seq, so the next tool step does not read the batch."""
+    conversation = batch_with_frames(user, 20)
+    result = ingest(conversation, timed([status("running", message="still")]))
+    conversation.refresh_from_db()
+    first = result.last_seq - result.accepted + 1
+    assert result.accepted and not result.changes.changed
+    frames.change_frame(conversation, first, result.last_seq, result.changes)
+    assert kept_seq(conversation) == result.last_seq
+    sql, html = queries_of_next_step(conversation, timed([tool("next")]))
+    assert len(sql) <= 2 and 'data-batch-count="21"' in html
+    # No walk back through the batch: the only read before a position is the run's
+    # thinking lines' (the new call replaces the latest, SPEC §10).
+    assert all("thinking" in query for query in sql if '"position" <' in query)
