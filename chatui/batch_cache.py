@@ -11,11 +11,15 @@ at least as new as S.
 Seqs are gap-free and a frame's ChangeSet names every message its seqs changed, so a
 frame for S+1..L knows every row changed since the batch was kept: it reads them
 anyway (the frame's tail query), splices them in (`advance`) and presents anew only the
-entries they are in (presenters.KeptRoots). Anything else falls back to reading the
-batch (chatui.frames), which keeps what it read: a gap (another process or thread
-wrote in between), a removed message, a rebuilt projection, a message the batch does
-not hold changing, a batch that ended, a giant batch (§10) crossing BATCH_WINDOW for
-the first time. Kept batches are only replaced by newer ones, never by older ones.
+entries they are in. A flat batch (no nesting, no numbered attempt: most) is brought
+up to date entry by entry, its summary counted from the counts before
+(presenters.flat_batch_after); any other is presented in full from its kept rows,
+lending the entries that did not change (presenters.KeptRoots). Anything else falls
+back to reading the batch (chatui.frames), which keeps what it read: a gap (another
+process or thread wrote in between), a removed message, a rebuilt projection, a
+message the batch does not hold changing, a batch that ended, a giant batch (§10)
+crossing BATCH_WINDOW for the first time. Kept batches are only replaced by newer
+ones, never by older ones.
 
 Only the projection writes Message rows, and every write comes with a seq and its
 ChangeSet except a rebuild (`ingest.reproject`: new rows under the same seqs). Its own
@@ -33,7 +37,18 @@ from dataclasses import dataclass, field, replace
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from .models import Message, Role, ToolStatus
-from .presenters import BATCH_WINDOW, BatchHead, KeptRoot, KeptRoots, MessageWindow
+from .presenters import (
+    BATCH_WINDOW,
+    BatchHead,
+    FlatBatch,
+    KeptRoot,
+    KeptRoots,
+    MessageWindow,
+    ToolBatchView,
+    flat_batch_after,
+    is_flat,
+    present_transcript,
+)
 from .projection import ChangeSet
 
 #: Conversations kept per process: those with a run going, and more.
@@ -53,6 +68,10 @@ class KeptBatch:
     roots: int  # top-level tool messages in `rows` (selectors._is_root)
     views: dict[int, KeptRoot] = field(default_factory=dict)
     dirty: frozenset[int] = frozenset()  # pks changed since `views` were presented
+    # No nested call, no numbered attempt (presenters.is_flat): then `flat`, the batch
+    # as last presented, is brought up to date entry by entry (presenters.FlatBatch).
+    is_flat: bool = False
+    flat: FlatBatch | None = None
 
     def window(self) -> MessageWindow:
         window = MessageWindow(self.rows)
@@ -63,9 +82,28 @@ class KeptBatch:
     def kept_roots(self) -> KeptRoots:
         return KeptRoots(views=self.views, dirty=self.dirty)
 
-    def presented(self, kept: KeptRoots) -> KeptBatch:
+    def presented(self, kept: KeptRoots, view: ToolBatchView | None) -> KeptBatch:
         """This batch with the views `kept` presented (none dirty any more)."""
-        return replace(self, views=kept.presented, dirty=frozenset())
+        flat = None
+        if self.is_flat and view is not None and kept.tally is not None:
+            flat = FlatBatch.of(view, kept.tally, kept.presented)
+        return replace(self, views=kept.presented, dirty=frozenset(), flat=flat)
+
+
+def present(batch: KeptBatch) -> tuple[ToolBatchView | None, KeptBatch]:
+    """The kept batch's view, and the batch to keep with it: entry by entry from the
+    view before when the batch is flat, else presented in full (lending entries
+    that did not change, presenters.KeptRoots)."""
+    if batch.flat is not None:
+        flat = flat_batch_after(
+            batch.flat, batch.dirty, batch.rows, batch.index, batch.roots, batch.head
+        )
+        if flat is not None:
+            return flat.view, replace(batch, views=flat.views, dirty=frozenset(), flat=flat)
+    roots = batch.kept_roots()
+    items = present_transcript(batch.window(), kept=roots)
+    view = next((item for item in items if isinstance(item, ToolBatchView)), None)
+    return view, batch.presented(roots, view)
 
 
 def _is_root(message: Message) -> bool:
@@ -73,7 +111,11 @@ def _is_root(message: Message) -> bool:
 
 
 def keep(
-    seq: int, window: MessageWindow, kept: KeptRoots, last: Message | None
+    seq: int,
+    window: MessageWindow,
+    kept: KeptRoots,
+    last: Message | None,
+    view: ToolBatchView | None = None,
 ) -> KeptBatch | None:
     """`window` (batch_slice's) as a kept batch, if it is one: through `last` (the
     conversation's last message), holding no breaker, and starting where any of its
@@ -91,7 +133,8 @@ def keep(
     if any(map(breaks_batch, window)):
         return None  # a nested entry whose parent is in an earlier batch
     index = {message.pk: n for n, message in enumerate(window)}
-    return KeptBatch(seq, tuple(window), head, index, roots, views=dict(kept.presented))
+    batch = KeptBatch(seq, tuple(window), head, index, roots, is_flat=all(map(is_flat, window)))
+    return batch.presented(kept, view)
 
 
 def advance(
@@ -135,6 +178,8 @@ def advance(
     spliced, index = _appended(spliced, batch.index, new)
     if not _holds_latest(spliced, index, latest):
         return None
+    if batch.is_flat and not all(map(is_flat, fresh)):
+        batch = replace(batch, is_flat=False, flat=None)
     return _windowed(batch, last_seq, spliced, index, roots, changes)
 
 
@@ -206,7 +251,7 @@ def _windowed(
         head = _counted(head, dropped)
     rows = tuple(spliced[cut:])
     index = {message.pk: n for n, message in enumerate(rows)}
-    return KeptBatch(seq, rows, head, index, roots, batch.views, dirty)
+    return replace(batch, seq=seq, rows=rows, head=head, index=index, roots=roots, dirty=dirty)
 
 
 #: A tool the summary counts as pending, as `selectors._batch_head` selects it.

@@ -182,17 +182,14 @@ class _Batches:
         kept = self.kept
         if kept is not None and message.pk in kept.index and self._starts_in(kept, message):
             if self.view is None:
-                roots = kept.kept_roots()
-                items = presenters.present_transcript(kept.window(), kept=roots)
-                self.view = presenters.batch_containing(items, message.pk)
-                self.keeping = kept.presented(roots)
+                self.view, self.keeping = batch_cache.present(kept)
             if self.view is not None:
                 return self.view
         roots = presenters.KeptRoots()
         batch, window = _batch_of(message, self.tail, roots)
         if self.span is not None and self.keeping is None:
             last = self.tail.messages[-1] if self.tail.messages else None
-            self.keeping = batch_cache.keep(self.span.last_seq, window, roots, last)
+            self.keeping = batch_cache.keep(self.span.last_seq, window, roots, last, batch)
         return batch
 
     @staticmethod

@@ -39,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from django.urls import reverse
@@ -958,6 +959,7 @@ class KeptRoots:
     views: dict[int, KeptRoot] = field(default_factory=dict)
     dirty: frozenset[int] = frozenset()
     presented: dict[int, KeptRoot] = field(default_factory=dict)  # filled by this call
+    tally: _Tally | None = None  # the batch's counts, as this call presented it
 
     def views_of(
         self, roots: list[Message], tree: _ToolTree, now: datetime, display: Display
@@ -982,6 +984,100 @@ class KeptRoots:
             presented[pk] = old
             shown.append(old.view)
         return shown
+
+
+@dataclass(frozen=True)
+class FlatBatch:
+    """A presented tool batch with no nested call and no numbered attempt: each of its
+    entries is one top-level tool message, in order (chatui.batch_cache)."""
+
+    view: ToolBatchView
+    tally: _Tally
+    views: dict[int, KeptRoot]
+    timed: frozenset[int]  # entries pending: their clock moves (so does a running one)
+
+    @classmethod
+    def of(cls, view: ToolBatchView, tally: _Tally, views: dict[int, KeptRoot]) -> FlatBatch:
+        return cls(view, tally, views, frozenset(pk for pk, kept in views.items() if kept.timed))
+
+
+def flat_batch_after(
+    before: FlatBatch,
+    dirty: Iterable[int],
+    rows: Sequence[Message],
+    index: dict[int, int],
+    roots: int,
+    head: BatchHead | None,
+) -> FlatBatch | None:
+    """`before` with the changes since: the entries of the `dirty` tool messages (and
+    of the pending ones: their clock moves) presented anew, new ones added, those
+    that left the window (SPEC §10: now counted in `head`) dropped, and the summary
+    counted from the old counts, not from every entry. `rows` are the batch's
+    messages now (`index`: pk → place), `roots` of them tools, all top-level. None
+    when the batch is not what this follows (it is then presented in full)."""
+    entries = list(before.view.entries)
+    dropped = 0
+    while dropped < len(entries) and entries[dropped].pk not in index:
+        dropped += 1
+    gone = [entry.pk for entry in entries[:dropped]]
+    entries = entries[dropped:]
+    at = {entry.pk: n for n, entry in enumerate(entries)}
+    if not index.keys() >= at.keys():
+        return None
+    redo = {pk for pk in dirty if pk in index and rows[index[pk]].role == Role.TOOL}
+    redo |= before.timed - set(gone)
+    added = sorted((rows[index[pk]] for pk in redo if pk not in at), key=lambda m: m.position)
+    if len(entries) + len(added) != roots:
+        return None  # an entry this does not know of
+    if added and entries and added[0].position < rows[index[entries[-1].pk]].position:
+        return None  # not all after the entries: presented in order in full
+    tally = replace(before.tally)
+    views = dict(before.views)
+    for pk, entry in zip(gone, before.view.entries, strict=False):
+        tally.count(entry, -1)
+        del views[pk]
+    now = timezone.now()
+    running: list[tuple[int, ToolEntryView]] = []  # every running entry is redone (timed)
+    timed = set(before.timed) - set(gone)
+    for pk in redo:
+        view = _present_subtree(rows[index[pk]], _NO_TREE, now, MASKED)
+        if pk in at:
+            tally.count(entries[at[pk]], -1)
+            entries[at[pk]] = view
+        tally.count(view)
+        tally.updated_seq = max(tally.updated_seq, view.updated_seq)
+        views[pk] = KeptRoot(view, frozenset((pk,)), view.is_pending)
+        (timed.add if view.is_pending else timed.discard)(pk)
+    for n, message in enumerate(added, start=len(entries)):
+        at[message.pk] = n
+    entries += [views[message.pk].view for message in added]
+    for pk in redo:
+        if views[pk].view.is_running:
+            running.append((at[pk], views[pk].view))
+    tally.first_running = min(running, key=lambda found: found[0])[1] if running else None
+    first = rows[index[entries[0].pk]]
+    view = _batch_view(
+        tuple(entries),
+        tally,
+        head,
+        hidden=[],
+        earlier=0,
+        first=first,
+        shown_position=first.position,
+    )
+    return FlatBatch(view, tally, views, frozenset(timed))
+
+
+#: A batch without nesting: no entry has children.
+_NO_TREE = _ToolTree()
+
+
+def is_flat(message: Message) -> bool:
+    """A tool message a flat batch may hold: top-level, not a numbered attempt (G14
+    merges those), or any other message (they are not entries)."""
+    if message.role != Role.TOOL:
+        return True
+    return not message.parent_tool_call_id and _attempt(message) is None
 
 
 def _root_views(
@@ -1076,11 +1172,14 @@ def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[To
     return merged
 
 
+_TITLE = attrgetter("title")
+
+
 def _names_text(entries: Sequence[ToolEntryView], shown: int = 2) -> str | None:
     """§10: the batch's distinct tool titles, "List Files, Read File +3"."""
     if len(entries) < 2:
         return None  # a batch of one is titled with its tool already
-    titles = list(dict.fromkeys(entry.title for entry in entries))
+    titles = list(dict.fromkeys(map(_TITLE, entries)))
     text = ", ".join(titles[:shown])
     return f"{text} +{len(titles) - shown}" if len(titles) > shown else text
 
@@ -1141,12 +1240,38 @@ def _batch(
     views = _root_views(shown, tree, now, display, kept)
     entries = tuple(_merge_attempts(shown, views))
     every = _Tally.of(iter_entries(entries))
+    if kept is not None:
+        kept.tally = every
     hidden = [tool for root in earlier for tool in (root, *tree.descendants(root.pk))]
+    return _batch_view(
+        entries,
+        every,
+        head,
+        hidden=hidden,
+        earlier=len(earlier),
+        first=roots[0],
+        shown_position=shown[0].position,
+    )
+
+
+def _batch_view(
+    entries: tuple[ToolEntryView, ...],
+    every: _Tally,
+    head: BatchHead | None,
+    *,
+    hidden: list[Message],
+    earlier: int,
+    first: Message,
+    shown_position: int,
+) -> ToolBatchView:
+    """The batch of `entries` (`every` counts them, nested ones too), after `earlier`
+    top-level entries not shown (`hidden`, their messages) and `head`; `first` is the
+    batch's first top-level message loaded, `shown_position` the first shown's."""
     outcomes = _Outcomes(every.failed, every.skipped, every.pending) + _Outcomes.of_messages(hidden)
     if head is not None:
         outcomes += _Outcomes(head.failed, head.skipped, head.running, head.updated_seq)
-    earlier_count = len(earlier) + (head.roots if head else 0)
-    start_pk = head.start_pk if head else roots[0].pk
+    earlier_count = earlier + (head.roots if head else 0)
+    start_pk = head.start_pk if head else first.pk
     # Pending entries outside the window (rare: the latest ones run) count as running.
     hidden_pending = outcomes.running - every.pending
     running = every.running + hidden_pending
@@ -1173,8 +1298,8 @@ def _batch(
         denied_text=_counted(every.denied, "denied"),
         updated_seq=max(outcomes.updated_seq, every.updated_seq),
         earlier_count=earlier_count,
-        earlier_before=shown[0].position if earlier_count else None,
-        conversation_id=roots[0].conversation_id,
+        earlier_before=shown_position if earlier_count else None,
+        conversation_id=first.conversation_id,
         start_pk=start_pk,
         hidden_pks=frozenset(tool.pk for tool in hidden),
     )
@@ -1194,6 +1319,22 @@ class _Tally:
     denied: int = 0
     updated_seq: int = 0
     first_running: ToolEntryView | None = None  # in display order (§10 live line)
+
+    def count(self, entry: ToolEntryView, sign: int = 1) -> None:
+        """Add (or take away) one entry; `first_running` and `updated_seq` are left to
+        the caller (a maximum is not taken away)."""
+        self.failed += sign * entry.is_error
+        self.skipped += sign * entry.is_skipped
+        if entry.is_pending:
+            self.pending += sign
+            if entry.status == ToolStatus.RUNNING:
+                self.running += sign
+            elif entry.status == ToolStatus.QUEUED:
+                self.queued += sign
+        if entry.status == ToolStatus.AWAITING_APPROVAL:
+            self.awaiting += sign
+        elif entry.status == ToolStatus.DENIED:
+            self.denied += sign
 
     @classmethod
     def of(cls, entries: Iterable[ToolEntryView]) -> _Tally:
