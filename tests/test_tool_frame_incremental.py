@@ -354,3 +354,33 @@ def test_p1_a_frame_changing_no_message_keeps_the_batch_following(user):
     # No walk back through the batch: the only read before a position is the run's
     # thinking lines' (the new call replaces the latest, SPEC §10).
     assert all("thinking" in query for query in sql if '"position" <' in query)
+
+
+@pytest.mark.parametrize("calls", [3, 100])
+def test_p1_a_tool_frame_presents_only_the_entries_that_changed(user, calls, monkeypatch):
+    """No batch presented (present_transcript) and one entry presented, for a call that
+    started and for one that completed, however long the batch: the summary is
+    counted from the counts before (presenters.flat_batch_after)."""
+    conversation = batch_with_frames(user, calls)
+    presented: list[int] = []
+    whole: list[object] = []
+
+    def entry(message, **kwargs):
+        presented.append(message.pk)
+        return real_entry(message, **kwargs)
+
+    def transcript(messages, **kwargs):
+        whole.append(messages)
+        return real_transcript(messages, **kwargs)
+
+    real_entry, real_transcript = presenters._present_entry, presenters.present_transcript
+    monkeypatch.setattr(presenters, "_present_entry", entry)
+    monkeypatch.setattr(presenters, "present_transcript", transcript)
+    monkeypatch.setattr(batch_cache, "present_transcript", transcript)
+    steps = [([tool("new", args={"path": "x"})], "true"), ([done("new", result="done")], "false")]
+    for events, running in steps:
+        presented.clear()
+        _sql, html = queries_of_next_step(conversation, timed(events))
+        assert len(presented) == 1 and not whole
+        assert f'data-batch-count="{calls + 1}"' in html
+        assert f'data-batch-open="{running}"' in html  # §10: open while one runs
