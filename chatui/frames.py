@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from . import pages, presenters, selectors
+from . import batch_cache, pages, presenters, selectors
 from .models import Conversation, Message, Role, seq_of
 from .projection import ChangeSet
 
@@ -58,18 +58,32 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
 
 
 def change_frame(
-    conversation: Conversation, first_seq: int, last_seq: int, changes: ChangeSet
+    conversation: Conversation,
+    first_seq: int,
+    last_seq: int,
+    changes: ChangeSet,
+    *,
+    live: bool = True,
 ) -> Frame:
     """The partials `changes` touched. Rows are read as they are now, possibly newer
     than `last_seq`: swaps are idempotent, so a later frame re-applying is harmless,
-    while claiming seqs this frame does not cover would lose them."""
+    while claiming seqs this frame does not cover would lose them.
+
+    `changes` must name every message seqs `first_seq`..`last_seq` changed (an
+    ingest's do): a tool batch kept by the frame before (chatui.batch_cache) is then
+    brought up to date from them. `live=False` when they may not (replay's)."""
+    if changes.full_refresh:
+        batch_cache.BATCHES.discard(batch_cache.key_of(conversation.pk))
     if changes.full_refresh or len(changes.changed) > PIECEMEAL_LIMIT:
         return full_frame(conversation, first_seq)
     parts = [marker(first_seq, last_seq)]
     parts += [_delete(f"m-{pk}") for pk in changes.removed]
     appended = {pk: pieces for pk, pieces in changes.appended.items() if pk not in changes.created}
     others = [pk for pk in changes.changed if pk not in appended]
-    parts += _changed_parts(conversation.pk, others, changes.created)
+    span = _Span(first_seq, last_seq, changes) if live else None
+    if live and not others:
+        batch_cache.follow(conversation.pk, first_seq, last_seq, changes)
+    parts += _changed_parts(conversation.pk, others, changes.created, span)
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
         parts.append(render_run_state(conversation, oob=True))
@@ -85,7 +99,18 @@ def frame_body(first_seq: int, last_seq: int, html: str) -> str:
     return html[len(head) :]
 
 
-def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -> list[str]:
+@dataclass(frozen=True)
+class _Span:
+    """A live frame's seqs and everything they changed (chatui.batch_cache)."""
+
+    first_seq: int
+    last_seq: int
+    changes: ChangeSet
+
+
+def _changed_parts(
+    conversation_id, changed_pks: list[int], created: set[int], span: _Span | None = None
+) -> list[str]:
     if not changed_pks:
         return []
     parts: list[str] = []
@@ -95,7 +120,9 @@ def _changed_parts(conversation_id, changed_pks: list[int], created: set[int]) -
     # batch and their run's thinking lines are usually among them (SPEC §8 P1, P2).
     tail = selectors.latest_messages(conversation_id, _tail_size(len(changed_pks)))
     messages = selectors.messages_by_pk(changed_pks, tail)
-    batches = _touched_batches(messages, tail)
+    shown = _Batches(conversation_id, span, messages, tail)
+    batches = _touched_batches(messages, shown)
+    shown.keep()
     superseded = _superseded_spinners(messages, created, tail)
     # A thinking line this frame both adds and replaces never reaches a page: neither
     # rendered nor deleted (a batched ingest adds and replaces several).
@@ -130,8 +157,56 @@ def _tail_size(changed: int) -> int:
     return size
 
 
+class _Batches:
+    """The tool batches a frame shows. The conversation's kept batch (chatui.batch_cache)
+    when this frame's changes lead on from it: its rows are not read again, and only
+    its entries that changed are presented anew (SPEC §8 tool steps: a tool event's
+    frame costs what changed, not the batch). Any other batch is read (`_batch_of`), and
+    kept when it is the conversation's latest."""
+
+    def __init__(self, conversation_id, span: _Span | None, messages, tail: selectors.Tail):
+        self.tail = tail
+        self.span = span
+        self.key = batch_cache.key_of(conversation_id) if span is not None else None
+        self.kept: batch_cache.KeptBatch | None = None
+        self.view: presenters.ToolBatchView | None = None
+        self.keeping: batch_cache.KeptBatch | None = None  # what to keep after the frame
+        if span is not None:
+            before = batch_cache.BATCHES.get(self.key)
+            if before is not None and before.seq == span.first_seq - 1:
+                self.kept = batch_cache.advance(before, span.last_seq, span.changes, messages, tail)
+                self.keeping = self.kept
+
+    def of(self, message: Message) -> presenters.ToolBatchView | None:
+        """The batch showing tool `message`, presented once per frame."""
+        kept = self.kept
+        if kept is not None and message.pk in kept.index and self._starts_in(kept, message):
+            if self.view is None:
+                self.view, self.keeping = batch_cache.present(kept)
+            if self.view is not None:
+                return self.view
+        roots = presenters.KeptRoots()
+        batch, window = _batch_of(message, self.tail, roots)
+        if self.span is not None and self.keeping is None:
+            last = self.tail.messages[-1] if self.tail.messages else None
+            self.keeping = batch_cache.keep(self.span.last_seq, window, roots, last, batch)
+        return batch
+
+    @staticmethod
+    def _starts_in(kept: batch_cache.KeptBatch, message: Message) -> bool:
+        """Is the entry `message` shows in (its top ancestor's) in the kept rows? A
+        nested tool's parent may be in an earlier batch (G13): its slice is another."""
+        if not message.parent_tool_call_id:
+            return True
+        return selectors.batch_start(message).pk in kept.index
+
+    def keep(self) -> None:
+        if self.keeping is not None:
+            batch_cache.BATCHES.put(self.key, self.keeping)
+
+
 def _touched_batches(
-    messages: list[Message], tail: selectors.Tail
+    messages: list[Message], shown: _Batches
 ) -> dict[int, tuple[presenters.ToolBatchView, set[int]]]:
     """Tool message pk → (the batch showing it, the batch's changed pks): each batch is
     presented once however many of its entries changed."""
@@ -140,7 +215,7 @@ def _touched_batches(
         if message.role != Role.TOOL:
             continue
         if message.pk not in found:
-            batch = _batch_of(message, tail)
+            batch = shown.of(message)
             if batch is None:
                 continue
             touched: set[int] = set()
@@ -157,19 +232,19 @@ def _batch_parts(
 ) -> list[str]:
     """A new batch whole; else its summary and only the entries that changed (§10):
     the reader's focus, selection and open <details> elsewhere in it stay untouched."""
-    if _entry_pks(batch) <= created:
+    if _all_created(batch.entries, created):
         return [_render_item(batch, append=True)]
     parts = [render_to_string(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
     for entry in batch.entries:
-        parts += _entry_parts(entry, touched, created, batch.entries_id)
+        if entry.children or not touched.isdisjoint(entry.pks):  # else untouched: skipped
+            parts += _entry_parts(entry, touched, created, batch.entries_id)
     return parts
 
 
 def _entry_parts(
     entry: presenters.ToolEntryView, touched: set[int], created: set[int], container: str
 ) -> list[str]:
-    subtree = _entry_pks_of([entry])
-    if not subtree & touched:
+    if not _touches(entry, touched):
         return []
     if set(entry.pks) <= created:  # a new entry: appended to its list
         return [_append(container, _render_entry(entry))]
@@ -240,10 +315,26 @@ def _assistant_parts(
     return parts
 
 
-def _batch_of(message: Message, tail: selectors.Tail) -> presenters.ToolBatchView | None:
-    """Present the batch holding `message` from the messages it spans."""
-    items = presenters.present_transcript(selectors.batch_slice(message, tail))
-    return presenters.batch_containing(items, message.pk)
+def _batch_of(
+    message: Message, tail: selectors.Tail, kept: presenters.KeptRoots | None = None
+) -> tuple[presenters.ToolBatchView | None, presenters.MessageWindow]:
+    """Present the batch holding `message` from the messages it spans (read)."""
+    window = selectors.batch_slice(message, tail)
+    items = presenters.present_transcript(window, kept=kept)
+    return presenters.batch_containing(items, message.pk), window
+
+
+def _touches(entry: presenters.ToolEntryView, pks: set[int]) -> bool:
+    """Does `entry` (nested ones too) show one of `pks`? Asked of every entry of a
+    batch a frame sends part of: no set built for the many that have no children."""
+    if not pks.isdisjoint(entry.pks):
+        return True
+    return any(_touches(child, pks) for child in entry.children)
+
+
+def _all_created(entries: Iterable[presenters.ToolEntryView], created: set[int]) -> bool:
+    """Are all of them new (stops at the first that is not: usually the first)?"""
+    return all(pk in created for entry in presenters.iter_entries(entries) for pk in entry.pks)
 
 
 def _entry_pks(batch: presenters.ToolBatchView) -> set[int]:
@@ -299,4 +390,5 @@ def replay_frame(conversation_id, after: int) -> Frame | None:
         created={m.pk for m in changed if seq_of(m.position) > after},
         conversation_changed=True,
     )
-    return change_frame(conversation, after + 1, conversation.last_seq, changes)
+    # Not live: `changes` names no message removed since `after`.
+    return change_frame(conversation, after + 1, conversation.last_seq, changes, live=False)

@@ -39,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from django.urls import reverse
@@ -853,7 +854,8 @@ def iter_entries(entries: Iterable[ToolEntryView]) -> Iterator[ToolEntryView]:
     """Every entry, nested ones included, depth first in display order."""
     for entry in entries:
         yield entry
-        yield from iter_entries(entry.children)
+        if entry.children:  # most have none: no generator made for them (a batch's walk)
+            yield from iter_entries(entry.children)
 
 
 # -- G13 nesting ------------------------------------------------------------------
@@ -887,6 +889,8 @@ class _ToolTree:
 
     def _break_cycles(self, tools: list[Message], parent_of: dict[int, Message]) -> None:
         """Tools only reachable through a parent cycle become top-level (in order)."""
+        if not parent_of:
+            return  # no nesting: every tool is top-level already
         seen: set[int] = set()
 
         def visit(pk: int) -> None:
@@ -931,11 +935,171 @@ def _present_subtree(
     return _tool_entry(message, now=now, display=display, children=children, depth=depth)
 
 
+# -- top-level entries kept between live frames ---------------------------------------
+
+
+@dataclass(frozen=True)
+class KeptRoot:
+    """A top-level entry as a live frame presented it, and the messages it shows."""
+
+    view: ToolEntryView
+    pks: frozenset[int]  # its own message's and its nested tools'
+    timed: bool  # something in it is pending: its clock moves, so it is never lent
+
+
+@dataclass
+class KeptRoots:
+    """Top-level entries of one tool batch, carried from a live frame to the next
+    (chatui.batch_cache). Presenting is a function of an entry's messages (and of the
+    clock while one pends): an entry none of whose messages changed (`dirty`) and
+    whose nesting is the same is lent as it was, so a tool event's frame presents the
+    entries it changed, not the whole batch (SPEC §8 tool steps). Frames show
+    `MASKED` text only: what is kept was presented that way."""
+
+    views: dict[int, KeptRoot] = field(default_factory=dict)
+    dirty: frozenset[int] = frozenset()
+    presented: dict[int, KeptRoot] = field(default_factory=dict)  # filled by this call
+    tally: _Tally | None = None  # the batch's counts, as this call presented it
+
+    def views_of(
+        self, roots: list[Message], tree: _ToolTree, now: datetime, display: Display
+    ) -> list[ToolEntryView]:
+        """The entries of top-level `roots`, lent when they may be (one call a batch:
+        this runs for every entry at every frame, so it is kept tight)."""
+        views, presented, dirty, children = self.views, self.presented, self.dirty, tree.children
+        shown: list[ToolEntryView] = []
+        for message in roots:
+            pk = message.pk
+            old = views.get(pk)
+            if children.get(pk):
+                pks = frozenset((pk, *(tool.pk for tool in tree.descendants(pk))))
+                stale = old is None or old.pks != pks or not pks.isdisjoint(dirty)
+            else:  # most entries
+                pks = None
+                stale = old is None or len(old.pks) != 1 or pk in dirty
+            if stale or old.timed:
+                view = _present_subtree(message, tree, now, display)
+                timed = any(entry.is_pending for entry in iter_entries((view,)))
+                old = KeptRoot(view, pks or frozenset((pk,)), timed)
+            presented[pk] = old
+            shown.append(old.view)
+        return shown
+
+
+@dataclass(frozen=True)
+class FlatBatch:
+    """A presented tool batch with no nested call and no numbered attempt: each of its
+    entries is one top-level tool message, in order (chatui.batch_cache)."""
+
+    view: ToolBatchView
+    tally: _Tally
+    views: dict[int, KeptRoot]
+    timed: frozenset[int]  # entries pending: their clock moves (so does a running one)
+
+    @classmethod
+    def of(cls, view: ToolBatchView, tally: _Tally, views: dict[int, KeptRoot]) -> FlatBatch:
+        return cls(view, tally, views, frozenset(pk for pk, kept in views.items() if kept.timed))
+
+
+def flat_batch_after(
+    before: FlatBatch,
+    dirty: Iterable[int],
+    rows: Sequence[Message],
+    index: dict[int, int],
+    roots: int,
+    head: BatchHead | None,
+) -> FlatBatch | None:
+    """`before` with the changes since: the entries of the `dirty` tool messages (and
+    of the pending ones: their clock moves) presented anew, new ones added, those
+    that left the window (SPEC §10: now counted in `head`) dropped, and the summary
+    counted from the old counts, not from every entry. `rows` are the batch's
+    messages now (`index`: pk → place), `roots` of them tools, all top-level. None
+    when the batch is not what this follows (it is then presented in full)."""
+    entries = list(before.view.entries)
+    dropped = 0
+    while dropped < len(entries) and entries[dropped].pk not in index:
+        dropped += 1
+    gone = [entry.pk for entry in entries[:dropped]]
+    entries = entries[dropped:]
+    at = {entry.pk: n for n, entry in enumerate(entries)}
+    if not index.keys() >= at.keys():
+        return None
+    redo = {pk for pk in dirty if pk in index and rows[index[pk]].role == Role.TOOL}
+    redo |= before.timed - set(gone)
+    added = sorted((rows[index[pk]] for pk in redo if pk not in at), key=lambda m: m.position)
+    if len(entries) + len(added) != roots:
+        return None  # an entry this does not know of
+    if added and entries and added[0].position < rows[index[entries[-1].pk]].position:
+        return None  # not all after the entries: presented in order in full
+    tally = replace(before.tally)
+    views = dict(before.views)
+    for pk, entry in zip(gone, before.view.entries, strict=False):
+        tally.count(entry, -1)
+        del views[pk]
+    now = timezone.now()
+    running: list[tuple[int, ToolEntryView]] = []  # every running entry is redone (timed)
+    timed = set(before.timed) - set(gone)
+    for pk in redo:
+        view = _present_subtree(rows[index[pk]], _NO_TREE, now, MASKED)
+        if pk in at:
+            tally.count(entries[at[pk]], -1)
+            entries[at[pk]] = view
+        tally.count(view)
+        tally.updated_seq = max(tally.updated_seq, view.updated_seq)
+        views[pk] = KeptRoot(view, frozenset((pk,)), view.is_pending)
+        (timed.add if view.is_pending else timed.discard)(pk)
+    for n, message in enumerate(added, start=len(entries)):
+        at[message.pk] = n
+    entries += [views[message.pk].view for message in added]
+    for pk in redo:
+        if views[pk].view.is_running:
+            running.append((at[pk], views[pk].view))
+    tally.first_running = min(running, key=lambda found: found[0])[1] if running else None
+    first = rows[index[entries[0].pk]]
+    view = _batch_view(
+        tuple(entries),
+        tally,
+        head,
+        hidden=[],
+        earlier=0,
+        first=first,
+        shown_position=first.position,
+    )
+    return FlatBatch(view, tally, views, frozenset(timed))
+
+
+#: A batch without nesting: no entry has children.
+_NO_TREE = _ToolTree()
+
+
+def is_flat(message: Message) -> bool:
+    """A tool message a flat batch may hold: top-level, not a numbered attempt (G14
+    merges those), or any other message (they are not entries)."""
+    if message.role != Role.TOOL:
+        return True
+    return not message.parent_tool_call_id and _attempt(message) is None
+
+
+def _root_views(
+    roots: list[Message],
+    tree: _ToolTree,
+    now: datetime,
+    display: Display,
+    kept: KeptRoots | None,
+) -> list[ToolEntryView]:
+    if kept is None or display.mask_secrets is not True or display.transform is not None:
+        return [_present_subtree(message, tree, now, display) for message in roots]
+    return kept.views_of(roots, tree, now, display)
+
+
 # -- batches ----------------------------------------------------------------------
 
 
 def _attempt(message: Message) -> int | None:
-    return contract_number(_int_like((message.metadata or {}).get("attempt")), MAX_ATTEMPTS)
+    attempt = (message.metadata or {}).get("attempt")
+    if attempt is None:  # most calls: asked of every entry of a batch at every frame
+        return None
+    return contract_number(_int_like(attempt), MAX_ATTEMPTS)
 
 
 def _retries(previous: Message, previous_view: ToolEntryView, message: Message) -> bool:
@@ -974,6 +1138,8 @@ def _attempt_history(chain: list[ToolEntryView], final: Message) -> str:
 def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[ToolEntryView]:
     """G14: consecutive attempts of one call become one entry, shown as its latest
     attempt under the first attempt's DOM id (stable while the retries arrive)."""
+    if all(_attempt(message) is None for message in roots):
+        return list(views)  # no numbered attempt: nothing to merge (most batches)
     chains: list[tuple[list[Message], list[ToolEntryView]]] = []
     for message, view in zip(roots, views, strict=True):
         # The latest chain this attempt continues, if any. Not only the entry right
@@ -1006,18 +1172,20 @@ def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[To
     return merged
 
 
+_TITLE = attrgetter("title")
+
+
 def _names_text(entries: Sequence[ToolEntryView], shown: int = 2) -> str | None:
     """§10: the batch's distinct tool titles, "List Files, Read File +3"."""
     if len(entries) < 2:
         return None  # a batch of one is titled with its tool already
-    titles = list(dict.fromkeys(entry.title for entry in entries))
+    titles = list(dict.fromkeys(map(_TITLE, entries)))
     text = ", ".join(titles[:shown])
     return f"{text} +{len(titles) - shown}" if len(titles) > shown else text
 
 
-def _live_line(entries: Iterable[ToolEntryView]) -> LiveLineView | None:
+def _live_line(running: ToolEntryView | None) -> LiveLineView | None:
     """§10: the first running entry (nested ones too) with its progress and clock."""
-    running = next((entry for entry in entries if entry.is_running), None)
     if running is None:
         return None
     return LiveLineView(
@@ -1063,24 +1231,50 @@ def _batch(
     now: datetime,
     display: Display,
     head: BatchHead | None = None,
+    kept: KeptRoots | None = None,
 ) -> ToolBatchView:
     """The batch of top-level `roots` (after `head`, its part not loaded); only the
     latest BATCH_WINDOW are presented, the earlier ones are counted from their
     columns, without presenting them (P3)."""
     earlier, shown = roots[:-BATCH_WINDOW], roots[-BATCH_WINDOW:]
-    views = [_present_subtree(message, tree, now, display) for message in shown]
+    views = _root_views(shown, tree, now, display, kept)
     entries = tuple(_merge_attempts(shown, views))
-    every = list(iter_entries(entries))
+    every = _Tally.of(iter_entries(entries))
+    if kept is not None:
+        kept.tally = every
     hidden = [tool for root in earlier for tool in (root, *tree.descendants(root.pk))]
-    outcomes = _Outcomes.of_entries(every) + _Outcomes.of_messages(hidden)
+    return _batch_view(
+        entries,
+        every,
+        head,
+        hidden=hidden,
+        earlier=len(earlier),
+        first=roots[0],
+        shown_position=shown[0].position,
+    )
+
+
+def _batch_view(
+    entries: tuple[ToolEntryView, ...],
+    every: _Tally,
+    head: BatchHead | None,
+    *,
+    hidden: list[Message],
+    earlier: int,
+    first: Message,
+    shown_position: int,
+) -> ToolBatchView:
+    """The batch of `entries` (`every` counts them, nested ones too), after `earlier`
+    top-level entries not shown (`hidden`, their messages) and `head`; `first` is the
+    batch's first top-level message loaded, `shown_position` the first shown's."""
+    outcomes = _Outcomes(every.failed, every.skipped, every.pending) + _Outcomes.of_messages(hidden)
     if head is not None:
         outcomes += _Outcomes(head.failed, head.skipped, head.running, head.updated_seq)
-    earlier_count = len(earlier) + (head.roots if head else 0)
-    start_pk = head.start_pk if head else roots[0].pk
+    earlier_count = earlier + (head.roots if head else 0)
+    start_pk = head.start_pk if head else first.pk
     # Pending entries outside the window (rare: the latest ones run) count as running.
-    hidden_pending = outcomes.running - sum(entry.is_pending for entry in every)
-    running = sum(entry.is_running for entry in every) + hidden_pending
-    awaiting = sum(entry.status == ToolStatus.AWAITING_APPROVAL for entry in every)
+    hidden_pending = outcomes.running - every.pending
+    running = every.running + hidden_pending
     count = len(entries) + earlier_count
     return ToolBatchView(
         dom_id=f"b-{start_pk}",  # the first top-level entry's pk: stable as the batch grows
@@ -1093,22 +1287,74 @@ def _batch(
         skipped_text=_counted(outcomes.skipped, "skipped"),
         running_count=running,
         running_text=_counted(running, "running"),
-        queued_text=_counted(sum(entry.is_queued for entry in every), "queued"),
+        queued_text=_counted(every.queued, "queued"),
         names_text=_names_text(entries),
-        live=_live_line(every),
+        live=_live_line(every.first_running),
         # G6: a batch holding an error renders expanded; §10: so does one holding a
         # running entry, until none runs (a fresh load then shows it closed again),
         # and one waiting for a person (SPEC §13: its buttons must be in sight).
-        open=outcomes.failed > 0 or running > 0 or awaiting > 0,
-        awaiting_text=_counted(awaiting, "awaiting approval"),
-        denied_text=_counted(sum(entry.status == ToolStatus.DENIED for entry in every), "denied"),
-        updated_seq=max(outcomes.updated_seq, *(entry.updated_seq for entry in every)),
+        open=outcomes.failed > 0 or running > 0 or every.awaiting > 0,
+        awaiting_text=_counted(every.awaiting, "awaiting approval"),
+        denied_text=_counted(every.denied, "denied"),
+        updated_seq=max(outcomes.updated_seq, every.updated_seq),
         earlier_count=earlier_count,
-        earlier_before=shown[0].position if earlier_count else None,
-        conversation_id=roots[0].conversation_id,
+        earlier_before=shown_position if earlier_count else None,
+        conversation_id=first.conversation_id,
         start_pk=start_pk,
         hidden_pks=frozenset(tool.pk for tool in hidden),
     )
+
+
+@dataclass
+class _Tally:
+    """A batch's shown entries (nested ones too) counted in one walk: the summary asks
+    each of them this much at every live frame of a tool step (SPEC §8)."""
+
+    failed: int = 0
+    skipped: int = 0
+    pending: int = 0
+    running: int = 0
+    queued: int = 0
+    awaiting: int = 0
+    denied: int = 0
+    updated_seq: int = 0
+    first_running: ToolEntryView | None = None  # in display order (§10 live line)
+
+    def count(self, entry: ToolEntryView, sign: int = 1) -> None:
+        """Add (or take away) one entry; `first_running` and `updated_seq` are left to
+        the caller (a maximum is not taken away)."""
+        self.failed += sign * entry.is_error
+        self.skipped += sign * entry.is_skipped
+        if entry.is_pending:
+            self.pending += sign
+            if entry.status == ToolStatus.RUNNING:
+                self.running += sign
+            elif entry.status == ToolStatus.QUEUED:
+                self.queued += sign
+        if entry.status == ToolStatus.AWAITING_APPROVAL:
+            self.awaiting += sign
+        elif entry.status == ToolStatus.DENIED:
+            self.denied += sign
+
+    @classmethod
+    def of(cls, entries: Iterable[ToolEntryView]) -> _Tally:
+        tally = cls()
+        for entry in entries:
+            tally.failed += entry.is_error
+            tally.skipped += entry.is_skipped
+            tally.updated_seq = max(tally.updated_seq, entry.updated_seq)
+            if entry.is_pending:
+                tally.pending += 1
+                if entry.status == ToolStatus.RUNNING:
+                    tally.running += 1
+                    tally.first_running = tally.first_running or entry
+                elif entry.status == ToolStatus.QUEUED:
+                    tally.queued += 1
+            if entry.status == ToolStatus.AWAITING_APPROVAL:
+                tally.awaiting += 1
+            elif entry.status == ToolStatus.DENIED:
+                tally.denied += 1
+        return tally
 
 
 @dataclass(frozen=True)
@@ -1126,14 +1372,6 @@ class _Outcomes:
             self.skipped + other.skipped,
             self.running + other.running,
             max(self.updated_seq, other.updated_seq),
-        )
-
-    @classmethod
-    def of_entries(cls, entries: Sequence[ToolEntryView]) -> _Outcomes:
-        return cls(
-            failed=sum(entry.is_error for entry in entries),
-            skipped=sum(entry.is_skipped for entry in entries),
-            running=sum(entry.is_pending for entry in entries),
         )
 
     @classmethod
@@ -1298,13 +1536,19 @@ def supersedes_spinner(message: Message) -> bool:
 
 
 def present_transcript(
-    messages: Iterable[Message], *, now: datetime | None = None, display: Display = MASKED
+    messages: Iterable[Message],
+    *,
+    now: datetime | None = None,
+    display: Display = MASKED,
+    kept: KeptRoots | None = None,
 ) -> list[Item]:
     """A contiguous, position-ordered slice of messages → the items to render, in order,
     every text shown as `display` says (chatui.display: secrets masked by default).
 
     Pass a list (a QuerySet is evaluated here, once). No database access happens.
     A MessageWindow's `batch_head` is the part of its opening tool batch before it.
+    `kept` (a live frame's, chatui.batch_cache) lends top-level entries presented
+    before and records those presented now.
     """
     head = getattr(messages, "batch_head", None)
     messages = list(messages)
@@ -1323,7 +1567,7 @@ def present_transcript(
         if batch:
             # The head belongs to the slice's first batch if no breaker came before it
             # (a breaker flushes, which drops the head).
-            items.append(_batch(batch, tree, now, display, head))
+            items.append(_batch(batch, tree, now, display, head, kept))
             batch.clear()
         head = None
         items.extend(held)

@@ -382,7 +382,7 @@ def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
     part before is counted (`batch_head`), as on the page (SPEC §10). What `tail`
     holds is not read again: a batch near the end of the conversation costs no query
     (nor a query built and left unused: building one costs about as much as a row)."""
-    start = _batch_start(message)
+    start = batch_start(message)
     # From the batch's start through `message`, then on to the next breaker.
     rest: list[Message] = []
     for later in _rows_from(message.conversation_id, start.position, tail):
@@ -415,7 +415,7 @@ def _siblings(conversation_id) -> QuerySet[Message]:
     return Message.objects.filter(conversation_id=conversation_id).order_by("position")
 
 
-def _batch_start(message: Message) -> Message:
+def batch_start(message: Message) -> Message:
     """`message`, or the earliest of its ancestors (a nested entry shows in theirs)."""
     start = message
     seen = {message.tool_call_id}

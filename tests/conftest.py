@@ -89,6 +89,17 @@ def chatui_server(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def no_kept_tool_batches():
+    """Live frames keep each conversation's latest tool batch per process
+    (chatui.batch_cache): a test starts without any another test's frames kept."""
+    from chatui import batch_cache
+
+    batch_cache.BATCHES.clear()
+    yield
+    batch_cache.BATCHES.clear()
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Full-strength hashing costs ~0.3 s per user; tests do not need it."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
