@@ -50,6 +50,7 @@ from .presenters import (
     present_transcript,
 )
 from .projection import ChangeSet
+from .selectors import breaks_batch
 
 #: Conversations kept per process: those with a run going, and more.
 SIZE = 256
@@ -120,8 +121,6 @@ def keep(
     """`window` (batch_slice's) as a kept batch, if it is one: through `last` (the
     conversation's last message), holding no breaker, and starting where any of its
     entries' slice would (after a breaker, or at its BATCH_WINDOW-th latest entry)."""
-    from .selectors import breaks_batch  # selectors imports presenters, as this does
-
     if not window or last is None or window[-1].pk != last.pk:
         return None
     head = getattr(window, "batch_head", None)
@@ -144,8 +143,6 @@ def advance(
     `rows` it read for them; None when they change it in a way this does not follow
     (the frame then reads the batch). `latest` are the conversation's latest messages
     as the frame read them (selectors.Tail)."""
-    from .selectors import breaks_batch
-
     if changes.removed or changes.full_refresh:
         return None
     read = {message.pk: message for message in rows}
