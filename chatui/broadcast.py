@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
-from collections import deque
+import time
+from collections import OrderedDict, deque
 from weakref import WeakKeyDictionary
 
 from asgiref.sync import async_to_sync
@@ -25,7 +27,7 @@ from .frames import change_frame
 from .ingest import events_ingested
 from .models import Conversation
 from .projection import ChangeSet
-from .writer import calling_loop
+from .writer import calling_loop, on_writer
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ def broadcast(
             },
         )
     if row_changed(changes) and may_have_members(rows_group(conversation.owner_id)):
-        send_row(conversation_id)
+        ROWS.changed(conversation_id)
 
 
 def may_have_members(group: str) -> bool:
@@ -89,6 +91,74 @@ def may_have_members(group: str) -> bool:
     if type(layer) is InMemoryChannelLayer:
         return bool(layer.groups.get(group))
     return True
+
+
+class RowPacer:
+    """A conversation's list row goes out at most once per `interval` from the writer
+    threads: the first change at once, the changes that follow within the interval
+    together at its end, rendered then (so the row is the latest). A tool step, a
+    status, a new message each change the row; a busy run would otherwise render and
+    send it to every list and rail of its owner for each of them.
+
+    Only a write that came from an event loop (`calling_loop`: the API and the ingest
+    channel under daphne) is paced: the trailing row is written from that loop through
+    a writer thread. Elsewhere (built-in agents, admin, tests) the row goes out at once."""
+
+    def __init__(self, interval: float, size: int = 4096) -> None:
+        self.interval = interval
+        self.size = size
+        self._lock = threading.Lock()
+        self._sent: OrderedDict[str, float] = OrderedDict()  # conversation → when
+        self._due: dict[str, float] = {}  # conversation → when its trailing row is due
+
+    def changed(self, conversation_id) -> None:
+        loop = calling_loop()
+        if loop is None:
+            send_row(conversation_id)
+            return
+        key, now = str(conversation_id), time.monotonic()
+        with self._lock:
+            # A trailing row is due and will show this change too (unless it never came:
+            # its write was cancelled, as at shutdown; then this change schedules one).
+            if now < self._due.get(key, -math.inf) + self.interval:
+                return
+            wait = self._sent.get(key, -math.inf) + self.interval - now
+            if wait > 0:
+                self._due[key] = now + wait
+            else:
+                self._due.pop(key, None)
+                self._mark_sent(key, now)
+        if wait > 0:
+            with contextlib.suppress(RuntimeError):  # a closed loop: the server is stopping
+                loop.call_soon_threadsafe(loop.call_later, wait, self._trail, conversation_id)
+        else:
+            send_row(conversation_id)
+
+    def _trail(self, conversation_id) -> None:
+        """On the event loop, when the interval is over: the row, from a writer thread."""
+        task = asyncio.ensure_future(on_writer(self._send_due, conversation_id))
+        _trailing.add(task)
+        task.add_done_callback(_trailing.discard)
+
+    def _send_due(self, conversation_id) -> None:
+        key = str(conversation_id)
+        with self._lock:
+            self._due.pop(key, None)
+            self._mark_sent(key, time.monotonic())
+        send_row(conversation_id)
+
+    def _mark_sent(self, key: str, when: float) -> None:
+        self._sent[key] = when
+        self._sent.move_to_end(key)
+        while len(self._sent) > self.size:
+            self._sent.popitem(last=False)
+
+
+#: How often a conversation's row may go out (SPEC §10: the list is live; a quarter of
+#: a second is under what a reader notices in a list).
+ROW_INTERVAL = 0.25
+ROWS = RowPacer(ROW_INTERVAL)
+_trailing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
 
 
 def send_row(conversation_id) -> None:

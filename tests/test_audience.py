@@ -7,6 +7,8 @@ without a round trip, so it always renders: both are asserted, by layer."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -17,10 +19,13 @@ from django.db import connection
 from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 
+from chatui import broadcast
 from chatui.broadcast import group_name, rows_group
 from chatui.ingest import ingest
 from chatui.models import Conversation
+from chatui.writer import on_writer
 from tests.support.sockets import connect, fresh_channel_layer  # noqa: F401
+from tests.support.writer import close_writer_connections
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,3 +112,51 @@ async def test_s5_a_page_opened_after_unwatched_events_gets_all_of_them(conversa
     assert frame.startswith("<!--seq 2 3-->")
     assert 'data-tool-call-id="c1"' in frame and 'data-status="success"' in frame
     await communicator.disconnect()
+
+
+def started(call_id: str) -> dict:
+    return tool_step(call_id)[0]
+
+
+async def rows_channel(conversation) -> tuple[object, str]:
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(rows_group(conversation.owner_id), channel)
+    return layer, channel
+
+
+async def rows_received(layer, channel: str, within: float) -> list[str]:
+    rows = []
+    with contextlib.suppress(asyncio.TimeoutError):
+        while True:
+            rows.append((await asyncio.wait_for(layer.receive(channel), within))["html"])
+    return rows
+
+
+@pytest.mark.asyncio
+async def test_10_a_busy_conversation_row_goes_out_once_an_interval_and_ends_current(
+    conversation, monkeypatch
+):
+    """Writes from the event loop (the API, the ingest channel): the first change's row
+    at once, the next ones as one row at the interval's end, showing all of them."""
+    monkeypatch.setattr(broadcast.ROWS, "interval", 2.0)  # far longer than five writes
+    layer, channel = await rows_channel(conversation)
+    try:
+        for n in range(5):
+            await on_writer(ingest, conversation, started(f"c{n}"))
+        first = await rows_received(layer, channel, within=0.5)
+        assert len(first) == 1 and "1 tool" in first[0]
+        trailing = await rows_received(layer, channel, within=4.0)
+        assert len(trailing) == 1 and "5 tools" in trailing[0]
+    finally:
+        await close_writer_connections()  # the writer thread outlives the test database
+
+
+def test_10_a_row_written_outside_an_event_loop_goes_out_at_once(conversation):
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(rows_group(conversation.owner_id), channel)
+    for n in range(3):
+        ingest(conversation, started(f"c{n}"))  # as built-in agents and the admin write
+    rows = async_to_sync(rows_received)(layer, channel, 0.2)
+    assert ["1 tool" in rows[0], "2 tools" in rows[1], "3 tools" in rows[2]] == [True] * 3
