@@ -29,13 +29,12 @@ by the frame's latest rows, which then hold pks the kept batch does not (`advanc
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from .lru import BoundedLRU
 from .models import Message, Role, ToolStatus
 from .presenters import (
     BATCH_WINDOW,
@@ -273,44 +272,20 @@ def _counted(head: BatchHead, tools: list[Message]) -> BatchHead:
 # -- the kept batches -------------------------------------------------------------------
 
 
-class BatchCache:
+class BatchCache(BoundedLRU[tuple, KeptBatch]):
     """Per process, thread-safe, least recently used out: built-in agents ingest from
     their own threads, the API and the ingest channel from writer threads."""
-
-    def __init__(self, size: int = SIZE) -> None:
-        self.size = size
-        self._batches: OrderedDict[tuple, KeptBatch] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> KeptBatch | None:
-        with self._lock:
-            found = self._batches.get(key)
-            if found is not None:
-                self._batches.move_to_end(key)
-            return found
 
     def put(self, key: tuple, batch: KeptBatch) -> None:
         """Keep `batch` unless a newer one is kept already (frames of one conversation
         may be rendered out of order by several threads)."""
         with self._lock:
-            found = self._batches.get(key)
-            if found is not None and found.seq > batch.seq:
-                return
-            self._batches[key] = batch
-            self._batches.move_to_end(key)
-            if len(self._batches) > self.size:
-                self._batches.popitem(last=False)
-
-    def discard(self, key: tuple) -> None:
-        with self._lock:
-            self._batches.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._batches.clear()
+            found = self._entries.get(key)
+            if found is None or found.seq <= batch.seq:
+                self._store(key, batch)
 
 
-BATCHES = BatchCache()
+BATCHES = BatchCache(SIZE)
 
 
 def key_of(conversation_id) -> tuple:

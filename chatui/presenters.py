@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -49,6 +47,7 @@ from django.utils.safestring import SafeString
 
 from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .events import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_TOKENS, contract_number, details_failure
+from .lru import BoundedLRU
 from .markdown import render_markdown
 from .models import Message, Role, StatusType, ToolStatus
 from .text import (
@@ -670,33 +669,8 @@ def _tool_entry(
 MEMO_ENTRY_CHARS = 8192
 
 
-class _EntryMemo:
-    """A bounded, thread-safe LRU of presented entries (writer threads share it)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple, ToolEntryView] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> ToolEntryView | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: tuple, entry: ToolEntryView) -> None:
-        with self._lock:
-            self._entries[key] = entry
-            if len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-
-_FINISHED = _EntryMemo(2048)
+#: Presented finished entries (`_finished_key`), shared by the writer threads.
+_FINISHED: BoundedLRU[tuple, ToolEntryView] = BoundedLRU(2048)
 
 
 def _finished_key(message: Message, display: Display, depth: int) -> tuple | None:

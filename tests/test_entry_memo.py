@@ -14,6 +14,7 @@ from django.db.models import F
 
 from chatui import presenters
 from chatui.display import Display
+from chatui.lru import BoundedLRU
 from chatui.models import Message, Role
 
 RUN = "r"
@@ -117,7 +118,7 @@ def test_large_entry_is_not_kept(conversation, feed):
 
 
 def test_memo_is_bounded():
-    memo = presenters._EntryMemo(2)
+    memo = BoundedLRU(2)  # as presenters._FINISHED and batch_cache.BATCHES are
     memo.put(("a",), "A")
     memo.put(("b",), "B")
     assert memo.get(("a",)) == "A"  # now the most recently used
