@@ -165,6 +165,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests get a real file too: an in-memory shared-cache database locks whole
     # tables ("database table is locked") when a run's thread writes beside a request.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+    # Django's backend, with each statement's placeholders converted once (chatui.sqlite).
+    DATABASES["default"]["ENGINE"] = "chatui.sqlite"
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg 3's pool (Django 5.1+) instead of persistent connections, which Django
     # refuses beside a pool: a connection goes back to the pool at each request's end.

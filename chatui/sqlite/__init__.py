@@ -1,0 +1,1 @@
+"""Django's SQLite backend, with each statement's placeholders converted once (`base`)."""
