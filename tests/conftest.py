@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,26 @@ def chatui_server(tmp_path_factory):
 
     with LiveServer(tmp_path_factory.mktemp("live")).serving() as server:
         yield server
+
+
+@pytest.fixture(scope="session", autouse=True)
+def writer_connections_closed_at_the_end(django_db_setup, django_db_blocker):
+    """The writer threads (chatui.writer) and the token lookup thread (chatui.tokens)
+    outlive every test and keep their database connections; before the test database
+    is dropped at the session's end they close them (PostgreSQL refuses to drop a
+    database someone is connected to). On a thread of its own: a browser test's
+    Playwright may still hold this thread's event loop."""
+    yield
+    from django.db import connection
+
+    from chatui import tokens
+    from tests.support.writer import close_writer_connections
+
+    with django_db_blocker.unblock():
+        closing = threading.Thread(target=lambda: asyncio.run(close_writer_connections()))
+        closing.start()
+        closing.join(timeout=30)
+        tokens._token_thread.submit(lambda: connection.close()).result(timeout=30)
 
 
 @pytest.fixture(autouse=True)
