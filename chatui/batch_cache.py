@@ -52,7 +52,11 @@ from .projection import ChangeSet
 from .selectors import breaks_batch
 
 #: Conversations kept per process: those with a run going, and more.
-SIZE = 256
+SIZE = 128
+#: A batch whose rows hold more text than this (their `content`; their metadata holds
+#: about as much again) is not kept: its frames read it, as before. So a runtime posting
+#: huge results costs no memory here, and the cache holds at most SIZE × this.
+KEPT_TEXT = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,9 @@ class BatchCache(BoundedLRU[tuple, KeptBatch]):
     def put(self, key: tuple, batch: KeptBatch) -> None:
         """Keep `batch` unless a newer one is kept already (frames of one conversation
         may be rendered out of order by several threads)."""
+        if sum(len(row.content or "") for row in batch.rows) > KEPT_TEXT:
+            self.discard(key)  # too big to keep: read each time (and no older one kept)
+            return
         with self._lock:
             found = self._entries.get(key)
             if found is None or found.seq <= batch.seq:

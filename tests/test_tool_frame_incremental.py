@@ -384,3 +384,18 @@ def test_p1_a_tool_frame_presents_only_the_entries_that_changed(user, calls, mon
         assert len(presented) == 1 and not whole
         assert f'data-batch-count="{calls + 1}"' in html
         assert f'data-batch-open="{running}"' in html  # §10: open while one runs
+
+
+def test_p1_a_batch_holding_more_text_than_kept_text_is_read_not_kept(conversation, monkeypatch):
+    """Huge results cost no memory in the cache: such a batch is read for each frame,
+    as before, and its frames are the same."""
+    monkeypatch.setattr(batch_cache, "KEPT_TEXT", 1000)
+    ingest(conversation, [{"type": "user.message", "run_id": RUN, "content": "go"}])
+    for call in ("a", "b"):
+        live, fresh = step(conversation, [tool(call)])
+        assert live == fresh
+        live, fresh = step(conversation, [done(call, result="x" * 600)])
+        assert live == fresh
+    assert kept_seq(conversation) is None  # 1,200 characters of results: not kept
+    live, fresh = step(conversation, [tool("c")])
+    assert live == fresh and kept_seq(conversation) is None
