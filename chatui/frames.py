@@ -236,8 +236,7 @@ def _batch_parts(
         return [_render_item(batch, append=True)]
     parts = [render_to_string(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
     for entry in batch.entries:
-        if entry.children or not touched.isdisjoint(entry.pks):  # else untouched: skipped
-            parts += _entry_parts(entry, touched, created, batch.entries_id)
+        parts += _entry_parts(entry, touched, created, batch.entries_id)
     return parts
 
 

@@ -1314,20 +1314,11 @@ class _Tally:
     def of(cls, entries: Iterable[ToolEntryView]) -> _Tally:
         tally = cls()
         for entry in entries:
-            tally.failed += entry.is_error
-            tally.skipped += entry.is_skipped
+            tally.count(entry)
             tally.updated_seq = max(tally.updated_seq, entry.updated_seq)
-            if entry.is_pending:
-                tally.pending += 1
-                if entry.status == ToolStatus.RUNNING:
-                    tally.running += 1
-                    tally.first_running = tally.first_running or entry
-                elif entry.status == ToolStatus.QUEUED:
-                    tally.queued += 1
-            if entry.status == ToolStatus.AWAITING_APPROVAL:
-                tally.awaiting += 1
-            elif entry.status == ToolStatus.DENIED:
-                tally.denied += 1
+            running = entry.is_pending and entry.status == ToolStatus.RUNNING
+            if running and tally.first_running is None:
+                tally.first_running = entry  # the first in display order (§10 live line)
         return tally
 
 
