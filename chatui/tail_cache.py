@@ -98,18 +98,13 @@ def frame_tail(conversation_id, limit: int, span: tuple[int, int, ChangeSet] | N
     kept = TAILS.get(key)
     if kept is not None and _leads_on(kept, first, changes):
         found = advance(kept, last, changes, limit)
-        if found is not None:
+        tail = found[0].tail(limit) if found is not None else None
+        if found is not None and tail is not None:
             TAILS.put(key, found[0])
-            return FrameTail(_view(found[0], limit), found[1])
+            return FrameTail(tail, found[1])
     tail = latest_messages(conversation_id, limit)
     TAILS.put(key, KeptTail.of(last, changes.rebuilds, limit, tail))
     return FrameTail(tail, {})
-
-
-def _view(kept: KeptTail, limit: int) -> Tail:
-    tail = kept.tail(limit)
-    assert tail is not None  # `advance` keeps what the frame asked for
-    return tail
 
 
 def _leads_on(kept: KeptTail, first: int, changes: ChangeSet) -> bool:
