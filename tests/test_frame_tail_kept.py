@@ -356,3 +356,18 @@ def test_p2_a_tail_holding_more_text_than_kept_text_is_not_kept(user, monkeypatc
     assert kept(conversation) is not None
     frame_queries(conversation, [tool_done("big", "x" * 1200)])
     assert kept(conversation) is None
+
+
+def test_p2_a_frame_older_than_the_kept_tail_does_not_replace_it(user):
+    """Frames of one conversation rendered out of order by two writer threads: the kept
+    tail only moves forward, and the late frame is still right."""
+    conversation = running_conversation(user, tools=2)
+    late = ingest(conversation, [tool_started("late")])
+    ahead = ingest(conversation, [tool_done("late", "ok")])
+    conversation.refresh_from_db()
+    frames.change_frame(conversation, ahead.last_seq, ahead.last_seq, ahead.changes)
+    newest = kept(conversation)
+    assert newest.seq == ahead.last_seq
+    html = frames.change_frame(conversation, late.last_seq, late.last_seq, late.changes).html
+    assert kept(conversation) is newest
+    assert 'data-tool-call-id="late"' in html
