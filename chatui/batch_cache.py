@@ -10,7 +10,7 @@ at least as new as S.
 
 Seqs are gap-free and a frame's ChangeSet names every message its seqs changed, so a
 frame for S+1..L knows every row changed since the batch was kept: it reads them
-anyway (the frame's tail query), splices them in (`advance`) and presents anew only the
+anyway (the frame's tail, chatui.tail_cache), splices them in (`advance`) and presents anew only the
 entries they are in. A flat batch (no nesting, no numbered attempt: most) is brought
 up to date entry by entry, its summary counted from the counts before
 (presenters.flat_batch_after); any other is presented in full from its kept rows,
@@ -23,8 +23,10 @@ ones, never by older ones.
 
 Only the projection writes Message rows, and every write comes with a seq and its
 ChangeSet except a rebuild (`ingest.reproject`: new rows under the same seqs). Its own
-frame drops the kept batch (`full_refresh`); a rebuild in another process is caught
-by the frame's latest rows, which then hold pks the kept batch does not (`advance`).
+frame drops the kept batch (`full_refresh`); a rebuild in another process bumps
+`Conversation.rebuilds`, which the batch is stamped with and each ingest's ChangeSet
+carries (`leads_on`). The frame's latest rows must also hold the batch's (`advance`):
+they come from chatui.tail_cache, which is stamped the same way.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ class KeptBatch:
     # as last presented, is brought up to date entry by entry (presenters.FlatBatch).
     is_flat: bool = False
     flat: FlatBatch | None = None
+    # The conversation's `rebuilds` the rows are of (ChangeSet.rebuilds; None: unknown).
+    rebuilds: int | None = None
 
     def window(self) -> MessageWindow:
         window = MessageWindow(self.rows)
@@ -120,6 +124,7 @@ def keep(
     kept: KeptRoots,
     last: Message | None,
     view: ToolBatchView | None = None,
+    rebuilds: int | None = None,
 ) -> KeptBatch | None:
     """`window` (batch_slice's) as a kept batch, if it is one: through `last` (the
     conversation's last message), holding no breaker, and starting where any of its
@@ -135,8 +140,20 @@ def keep(
     if any(map(breaks_batch, window)):
         return None  # a nested entry whose parent is in an earlier batch
     index = {message.pk: n for n, message in enumerate(window)}
-    batch = KeptBatch(seq, tuple(window), head, index, roots, is_flat=all(map(is_flat, window)))
+    flat = all(map(is_flat, window))
+    batch = KeptBatch(seq, tuple(window), head, index, roots, is_flat=flat, rebuilds=rebuilds)
     return batch.presented(kept, view)
+
+
+def leads_on(batch: KeptBatch, first_seq: int, changes: ChangeSet) -> bool:
+    """Do `changes` (of seqs `first_seq`…) follow on from the kept batch: no gap, and
+    the projection not rebuilt since (in any process: `Conversation.rebuilds`)?"""
+    return (
+        batch.seq == first_seq - 1
+        and changes.rebuilds is not None
+        and batch.rebuilds == changes.rebuilds
+        and not changes.full_refresh
+    )
 
 
 def advance(
@@ -188,7 +205,7 @@ def follow(conversation_id, first_seq: int, last_seq: int, changes: ChangeSet) -
     text streamed into a message before it): the batch is as new as `last_seq`."""
     key = key_of(conversation_id)
     batch = BATCHES.get(key)
-    if batch is None or batch.seq != first_seq - 1 or changes.removed or changes.full_refresh:
+    if batch is None or not leads_on(batch, first_seq, changes) or changes.removed:
         return
     if any(pk in batch.index or pk in changes.created for pk in changes.changed):
         return

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from . import batch_cache, pages, presenters, selectors
+from . import batch_cache, pages, presenters, selectors, tail_cache
 from .models import Conversation, Message, Role, seq_of
 from .projection import ChangeSet
 
@@ -70,10 +70,12 @@ def change_frame(
     while claiming seqs this frame does not cover would lose them.
 
     `changes` must name every message seqs `first_seq`..`last_seq` changed (an
-    ingest's do): a tool batch kept by the frame before (chatui.batch_cache) is then
-    brought up to date from them. `live=False` when they may not (replay's)."""
+    ingest's do): the latest messages and the tool batch kept by the frame before
+    (chatui.tail_cache, chatui.batch_cache) are then brought up to date from them.
+    `live=False` when they may not (replay's)."""
     if changes.full_refresh:
         batch_cache.BATCHES.discard(batch_cache.key_of(conversation.pk))
+        tail_cache.discard(conversation.pk)
     if changes.full_refresh or len(changes.changed) > PIECEMEAL_LIMIT:
         return full_frame(conversation, first_seq)
     parts = [marker(first_seq, last_seq)]
@@ -83,6 +85,7 @@ def change_frame(
     span = _Span(first_seq, last_seq, changes) if live else None
     if live and not others:
         batch_cache.follow(conversation.pk, first_seq, last_seq, changes)
+        tail_cache.follow(conversation.pk, first_seq, last_seq, changes)
     parts += _changed_parts(conversation.pk, others, changes.created, span)
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
@@ -116,10 +119,13 @@ def _changed_parts(
     parts: list[str] = []
     done_messages: set[int] = set()
     runs: dict[str, dict[int, presenters.Item]] = {}  # a run's shown steps, read once
-    # One query for the conversation's latest messages: the changed ones, their tool
-    # batch and their run's thinking lines are usually among them (SPEC §8 P1, P2).
-    tail = selectors.latest_messages(conversation_id, _tail_size(len(changed_pks)))
-    messages = selectors.messages_by_pk(changed_pks, tail)
+    # The conversation's latest messages: the changed ones, their tool batch and their
+    # run's thinking lines are usually among them (SPEC §8 P1, P2). Kept from the frame
+    # before when this one leads on from it: then only the changed rows are read.
+    seqs = (span.first_seq, span.last_seq, span.changes) if span is not None else None
+    found = tail_cache.frame_tail(conversation_id, _tail_size(len(changed_pks)), seqs)
+    tail = found.tail
+    messages = selectors.messages_by_pk(changed_pks, tail, found.read)
     shown = _Batches(conversation_id, span, messages, tail)
     batches = _touched_batches(messages, shown)
     shown.keep()
@@ -173,7 +179,7 @@ class _Batches:
         self.keeping: batch_cache.KeptBatch | None = None  # what to keep after the frame
         if span is not None:
             before = batch_cache.BATCHES.get(self.key)
-            if before is not None and before.seq == span.first_seq - 1:
+            if before is not None and batch_cache.leads_on(before, span.first_seq, span.changes):
                 self.kept = batch_cache.advance(before, span.last_seq, span.changes, messages, tail)
                 self.keeping = self.kept
 
@@ -189,7 +195,9 @@ class _Batches:
         batch, window = _batch_of(message, self.tail, roots)
         if self.span is not None and self.keeping is None:
             last = self.tail.messages[-1] if self.tail.messages else None
-            self.keeping = batch_cache.keep(self.span.last_seq, window, roots, last, batch)
+            self.keeping = batch_cache.keep(
+                self.span.last_seq, window, roots, last, batch, self.span.changes.rebuilds
+            )
         return batch
 
     @staticmethod

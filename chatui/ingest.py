@@ -207,15 +207,18 @@ def reproject(conversation: Conversation) -> ChangeSet:
         Message.objects.filter(conversation=locked).delete()
         Run.objects.filter(conversation=locked).delete()
         locked.status = "idle"
+        # New rows under the same seqs: what processes keep between live frames, stamped
+        # with this count, is not used again (chatui.tail_cache).
+        locked.rebuilds += 1
         projector = Projector(locked, empty=True)
         events = list(Event.objects.filter(conversation=locked).order_by("seq"))
         projector.apply_all(events)
         projector.changes.conversation_changed = True
         projector.changes.full_refresh = True
-        locked.save(update_fields=["status", "title", "updated_at", *ROW_COUNT_FIELDS])
+        locked.save(update_fields=["status", "title", "updated_at", "rebuilds", *ROW_COUNT_FIELDS])
         search.index_title(locked)  # messages were indexed by the projector's flushes
         _announce_on_commit(locked, 1, projector.changes)
-    conversation.status = locked.status
+    conversation.status, conversation.rebuilds = locked.status, locked.rebuilds
     conversation.tool_count = locked.tool_count
     conversation.failed_tool_count = locked.failed_tool_count
     return projector.changes

@@ -114,6 +114,10 @@ class Conversation(FastLoad):
     # row never counts the conversation's messages (O(messages) per live row push).
     tool_count = models.PositiveIntegerField(default=0)
     failed_tool_count = models.PositiveIntegerField(default=0)
+    # How many times its projection was rebuilt (`ingest.reproject`: new message rows
+    # under the same seqs). What a process keeps of the projection between live frames
+    # is stamped with it, so a rebuild in another process is seen (chatui.tail_cache).
+    rebuilds = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

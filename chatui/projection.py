@@ -79,6 +79,10 @@ class ChangeSet:
     # the page already shows: pk -> [(seq, text)] (SPEC §8 P5: a delta frame carries
     # the new text, not the whole message).
     appended: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    # The conversation's `rebuilds` as the ingest transaction read it (under its row
+    # lock): what a live frame may take from frames before it is stamped with it
+    # (chatui.tail_cache). None: not from an ingest (a replay's), so not known.
+    rebuilds: int | None = None
 
     def remove(self, message_pk: int) -> None:
         self.changed.pop(message_pk, None)
@@ -296,7 +300,7 @@ class Projector:
 
     def __init__(self, conversation: Conversation, *, empty: bool = False):
         self.conversation = conversation
-        self.changes = ChangeSet()
+        self.changes = ChangeSet(rebuilds=conversation.rebuilds)
         if empty:  # no messages yet (reproject): nothing to count either
             conversation.tool_count = conversation.failed_tool_count = 0
         # None means "known not to exist". With `empty` (reproject) every miss is final.

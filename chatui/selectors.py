@@ -19,7 +19,7 @@ from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, QuerySet,
 from django.db.models.functions import Coalesce, Substr
 
 from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
-from .prepared import Prepared
+from .prepared import InSizes, Prepared
 from .presenters import BATCH_WINDOW, PENDING, BatchHead, MessageWindow, is_assistant_shown
 
 VIEW_ANY = "chatui.view_conversation"
@@ -66,15 +66,35 @@ def conversation_by_pk(conversation_id) -> Conversation | None:
     return Conversation.objects.filter(pk=conversation_id).first()
 
 
-def messages_by_pk(pks: Iterable[int], tail: Tail | None = None) -> list[Message]:
-    """The messages with these pks, in position order: those `tail` holds without a query."""
+def messages_by_pk(
+    pks: Iterable[int], tail: Tail | None = None, read: dict[int, Message] | None = None
+) -> list[Message]:
+    """The messages with these pks, in position order: those `tail` holds, or `read`
+    (rows the caller read for them: chatui.tail_cache), without a query."""
     pks = list(pks)
     known = {message.pk: message for message in tail.messages} if tail is not None else {}
+    if read:
+        known = {**read, **known}
     found = [known[pk] for pk in pks if pk in known]
     missing = [pk for pk in pks if pk not in known]
     if missing and not (tail is not None and tail.complete):  # else they are gone
-        found += Message.objects.filter(pk__in=missing)
+        found += read_by_pk(missing)
     return sorted(found, key=lambda message: message.position)
+
+
+#: Messages by primary key, one shape per IN-list size (chatui.prepared): a live frame
+#: reads the rows its ChangeSet names (chatui.tail_cache), usually one or two.
+_BY_PK = InSizes(
+    lambda names: Prepared(
+        lambda **pks: Message.objects.filter(pk__in=[pks[name] for name in names]).order_by(),
+        **dict.fromkeys(names, Message._meta.pk),
+    )
+)
+
+
+def read_by_pk(pks: Iterable[int]) -> list[Message]:
+    """The messages with these pks that exist, in no order."""
+    return [row for shape, named in _BY_PK.chunks(set(pks)) for row in shape.all(**named)]
 
 
 #: How many of a conversation's latest messages a live frame reads first: a frame

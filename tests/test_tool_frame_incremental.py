@@ -244,8 +244,9 @@ def test_p1_tool_frame_reads_no_batch_rows_when_contiguous(user):
     batch (selectors._older), though the batch is far longer than that read."""
     conversation = batch_with_frames(user, 40, running=3)
     sql, html = queries_of_next_step(conversation, timed([done("c3", result="late")]))
-    # The latest messages, then the early entry by pk (its row is not among them).
-    assert len(sql) == 2 and '"id" IN' in sql[1]
+    # The early entry by pk (its row is not among the latest messages, which the frame
+    # before kept: chatui.tail_cache), and nothing else.
+    assert len(sql) == 1 and '"id" IN' in sql[0]
     assert 'data-tool-call-id="c3"' in html and "late" in html
     assert 'data-batch-count="40"' in html and html.count('class="tool-entry"') == 1
 
