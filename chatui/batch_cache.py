@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from .lru import BoundedLRU
-from .models import Message, Role, ToolStatus
+from .models import Message, Role
 from .presenters import (
     BATCH_WINDOW,
     BatchHead,
@@ -46,6 +46,7 @@ from .presenters import (
     KeptRoots,
     MessageWindow,
     ToolBatchView,
+    count_unpresented,
     flat_batch_after,
     is_flat,
     present_transcript,
@@ -271,22 +272,17 @@ def _windowed(
     return replace(batch, seq=seq, rows=rows, head=head, index=index, roots=roots, dirty=dirty)
 
 
-#: A tool the summary counts as pending, as `selectors._batch_head` selects it.
-_PENDING_STATUSES = (ToolStatus.QUEUED, ToolStatus.RUNNING, "")
-
-
 def _counted(head: BatchHead, tools: list[Message]) -> BatchHead:
     """`head` with `tools` (leaving the window) counted as `selectors._batch_head`
     counts a batch's part that is not loaded, from the same columns."""
-    pending = [tool for tool in tools if tool.tool_status in _PENDING_STATUSES]
-    ended = sum((tool.metadata or {}).get("no_result_recorded") is True for tool in pending)
+    failed, skipped, running, updated_seq = count_unpresented(tools)
     return replace(
         head,
         roots=head.roots + sum(map(_is_root, tools)),
-        failed=head.failed + sum(tool.tool_status == ToolStatus.ERROR for tool in tools),
-        skipped=head.skipped + sum(tool.tool_status == ToolStatus.SKIPPED for tool in tools),
-        running=head.running + len(pending) - ended,
-        updated_seq=max([head.updated_seq, *(tool.updated_seq for tool in tools)]),
+        failed=head.failed + failed,
+        skipped=head.skipped + skipped,
+        running=head.running + running,
+        updated_seq=max(head.updated_seq, updated_seq),
     )
 
 

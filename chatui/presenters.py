@@ -1340,18 +1340,28 @@ class _Outcomes:
         )
 
     @classmethod
-    def of_messages(cls, tools: Sequence[Message]) -> _Outcomes:
-        """The same counts as `present_tool_entry` would give, from the columns."""
-        statuses = [str(tool.tool_status or ToolStatus.RUNNING) for tool in tools]
-        return cls(
-            failed=statuses.count(ToolStatus.ERROR),
-            skipped=statuses.count(ToolStatus.SKIPPED),
-            running=sum(
-                status in PENDING and not (tool.metadata or {}).get("no_result_recorded")
-                for tool, status in zip(tools, statuses, strict=True)
-            ),
-            updated_seq=max((tool.updated_seq for tool in tools), default=0),
-        )
+    def of_messages(cls, tools: Iterable[Message]) -> _Outcomes:
+        """The counts of tool rows that are not presented (a giant batch's part outside
+        its window, SPEC §10), from the columns, exactly as `selectors._batch_head`
+        counts them in SQL: an empty status is pending, and a pending call whose run
+        ended without its result (`no_result_recorded`, which the projection only
+        ever writes as true) is not running."""
+        failed = skipped = running = updated_seq = 0
+        for tool in tools:
+            status = tool.tool_status
+            failed += status == ToolStatus.ERROR
+            skipped += status == ToolStatus.SKIPPED
+            if status in PENDING or not status:
+                running += (tool.metadata or {}).get("no_result_recorded") is not True
+            updated_seq = max(updated_seq, tool.updated_seq)
+        return cls(failed, skipped, running, updated_seq)
+
+
+def count_unpresented(tools: Iterable[Message]) -> tuple[int, int, int, int]:
+    """(failed, skipped, running, latest updated_seq) of tool rows not presented, as
+    a batch summary counts them (`_Outcomes.of_messages`; chatui.batch_cache)."""
+    outcomes = _Outcomes.of_messages(tools)
+    return outcomes.failed, outcomes.skipped, outcomes.running, outcomes.updated_seq
 
 
 # -- users, assistants, statuses ----------------------------------------------------
