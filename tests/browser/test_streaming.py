@@ -172,3 +172,30 @@ def test_p5_joined_text_frame_skips_what_a_later_rendered_bubble_has_and_escapes
         assert normalised(page) == normalised(fresh)
     finally:
         context.close()
+
+
+AT_BOTTOM = (
+    "() => { const s = document.scrollingElement;"
+    " return s.scrollHeight - s.scrollTop - s.clientHeight < 80; }"
+)
+
+
+def test_sec10_streamed_text_is_followed_at_the_bottom_and_left_alone_above_it(
+    chatui_server, live_page
+):
+    """Streamed text is followed once per animation frame (chatui.js), not per message:
+    a reader at the bottom stays there, one who scrolled up stays put and gets the pill."""
+    page, conversation_id = live_page
+    for n in range(6):  # the first creates the bubble; the others are text-only frames
+        post(chatui_server, conversation_id, delta(f"line {n}\n" * 10))
+        page.wait_for_function(
+            "(end) => document.querySelector('[data-stream-text]')?.textContent.endsWith(end)",
+            arg=f"line {n}\n",
+        )
+        page.wait_for_function(AT_BOTTOM)
+    assert page.locator("#new-activity").is_hidden()
+    page.evaluate("window.scrollTo(0, 0)")
+    post(chatui_server, conversation_id, delta("more\n" * 10))
+    expect(page.locator("#new-activity")).to_be_visible()
+    assert page.evaluate("() => document.scrollingElement.scrollTop") == 0
+    assert bubble_text(page).endswith("more\n")
