@@ -262,7 +262,7 @@ async def test_p5_held_text_goes_once_the_stream_pauses_not_at_the_tick_end(peop
     await sync_to_async(ingest)(conversation, delta("!"))  # held: then nothing follows
     held = await communicator.receive_from(timeout=3)  # long before the 5 s tick's end
     assert MARKER.match(held).groups() == ("4", "4") and ">!<" in held
-    assert loop.time() - sent >= 0.2  # not sooner than the minimum gap after "lo"
+    assert loop.time() - sent >= 0.15  # about the minimum gap after "lo", not the quiet 0.05 s
     await communicator.disconnect()
 
 
