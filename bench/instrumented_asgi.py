@@ -96,3 +96,30 @@ if "gc-freeze" in _experiments:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+
+if "socket-stamps" in _experiments:
+    # A measurement, not a change (bench/p5_streaming.py splits its lag with it): per
+    # transcript frame a socket handles, when its consumer got it from the channel
+    # layer (`R`) and when its send returned (`S`), as
+    # `R|S <conversation> <first_seq> <last_seq> <time.time()>`.
+    import re
+
+    from chatui.consumers import TranscriptConsumer
+
+    _marker = re.compile(r"<!--seq (\d+) (\d+)-->")
+    _transcript_frame = TranscriptConsumer.transcript_frame
+    _send_frame = TranscriptConsumer._send_frame
+
+    async def _stamped_transcript_frame(self, message):
+        first = message.get("first_seq", message["last_seq"])
+        _out.write(f"R {self.conversation_id} {first} {message['last_seq']} {time.time():.6f}\n")
+        await _transcript_frame(self, message)
+
+    async def _stamped_send_frame(self, last_seq, html):
+        await _send_frame(self, last_seq, html)
+        found = _marker.match(html)
+        first = found.group(1) if found else last_seq
+        _out.write(f"S {self.conversation_id} {first} {last_seq} {time.time():.6f}\n")
+
+    TranscriptConsumer.transcript_frame = _stamped_transcript_frame
+    TranscriptConsumer._send_frame = _stamped_send_frame

@@ -19,6 +19,13 @@ from the commit of the last delta (stamped by bench.instrumented_asgi, as in P1)
 moment a MutationObserver in the page sees the whole text in the bubble (target ≤ 50 ms).
 Clocks are aligned as in P1 (`calibrate`). The answer then ends with
 `agent.step.completed` and the lag to its Markdown in the DOM is reported too.
+
+A second table splits the final text lag (daphne runs with the `socket-stamps`
+measurement of bench.instrumented_asgi): commit → the viewer's consumer has the frame →
+its send returned (held until the tick's end, STREAM_TICK_SECONDS?) → the page has the
+message (htmx's wsBeforeMessage: network, and the page's main thread being busy) → the
+message applied; with how many deltas that last frame joined, and the median time the
+page took to apply any message.
 """
 
 from __future__ import annotations
@@ -36,17 +43,34 @@ from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on
 
 WORDS = ("token ", "delta ", "words ", "agent ", "reply ", "chunk ", "small ", "text. ")
 
-# Stamps, in the page's clock: every socket message's size, and when the bubble first
+# Stamps, in the page's clock: every socket message's size, seqs, arrival (htmx's
+# wsBeforeMessage) and the end of its application (by the page's own handler of
+# wsBeforeMessage, or by htmx: wsAfterMessage); when the bubble first
 # holds `window.__want` characters of text, and when its Markdown (<p>) first shows.
-OBSERVER = """(want) => {
+OBSERVER = r"""(want) => {
   window.__want = want;
   window.__sizes = [];
   window.__textAt = null;
   window.__markdownAt = null;
+  window.__frames = [];  // [first seq, last seq, message in page, message applied]
   const encoder = new TextEncoder();
-  document.addEventListener('htmx:wsBeforeMessage', (event) => {
+  const marker = /^\s*<!--seq (\d+) (\d+)-->/;
+  const seqs = (message) => (marker.exec(message) || [0, 0, 0]).slice(1, 3).map(Number);
+  const stamp = () => performance.timeOrigin + performance.now();
+  const applied = () => {
+    const last = window.__frames[window.__frames.length - 1];
+    if (last) last[3] = stamp();
+  };
+  // Captured on window: before the page's own handlers (which may apply the message).
+  window.addEventListener('htmx:wsBeforeMessage', (event) => {
     window.__sizes.push(encoder.encode(event.detail.message).length);
+    window.__frames.push([...seqs(event.detail.message), stamp(), null]);
+  }, true);
+  // A message the page handled itself (or dropped) ends here; htmx's at wsAfterMessage.
+  window.addEventListener('htmx:wsBeforeMessage', (event) => {
+    if (event.defaultPrevented) applied();
   });
+  window.addEventListener('htmx:wsAfterMessage', applied);
   const check = () => {
     const now = performance.timeOrigin + performance.now();
     const bubble = document.querySelector('[data-message-id="p5"] [data-stream-text]');
@@ -63,6 +87,25 @@ OBSERVER = """(want) => {
 }"""
 
 
+SPLIT = (
+    "commit_consumer_ms",
+    "consumer_sent_ms",
+    "sent_page_ms",
+    "page_applied_ms",
+    "final_parts",
+    "apply_p50_ms",
+)
+SPLIT_HEADERS = [
+    "mode",
+    "last delta: commit → consumer ms",
+    "consumer → sent (held) ms",
+    "sent → message in page ms",
+    "message → applied ms",
+    "parts in its frame",
+    "any message applied p50 ms",
+]
+
+
 def tokens(count: int) -> list[str]:
     return [WORDS[i % len(WORDS)] for i in range(count)]
 
@@ -77,6 +120,39 @@ def commit_time(bench: Bench, conversation: str, last_seq: int) -> float:
                 return moment
         time.sleep(0.05)
     raise RuntimeError(f"no commit stamp for seq {last_seq}")
+
+
+def stamp_at(bench: Bench, kind: str, conversation: str, last_seq: int) -> float | None:
+    """The earliest `kind` stamp (bench.instrumented_asgi) of a frame reaching `last_seq`."""
+    key = conversation.replace("-", "")
+    times = [
+        moment
+        for (k, conv, last), moment in bench.read_stamps().items()
+        if k == kind and conv == key and last >= last_seq
+    ]
+    return min(times) if times else None
+
+
+def lag_split(
+    bench: Bench, conversation: str, last_seq: int, frames: list, offset: float, committed: float
+) -> dict:
+    """Where the final text lag goes (ms, all in daphne's clock): commit → the socket's
+    consumer has the frame → its send returned (held for the tick?) → htmx has the
+    message in the page → its application ended."""
+    received = stamp_at(bench, "R", conversation, last_seq)
+    sent = stamp_at(bench, "S", conversation, last_seq)
+    final = next((f for f in frames if f[1] >= last_seq), None)
+    if received is None or sent is None or final is None:
+        return {}
+    in_page, applied = final[2] / 1000 - offset, final[3] / 1000 - offset
+    return {
+        "commit_consumer_ms": (received - committed) * 1000,
+        "consumer_sent_ms": (sent - received) * 1000,
+        "sent_page_ms": (in_page - sent) * 1000,
+        "page_applied_ms": (applied - in_page) * 1000,
+        "final_parts": final[1] - final[0] + 1,
+        "apply_p50_ms": statistics.median(f[3] - f[2] for f in frames if f[3] is not None),
+    }
 
 
 def open_page(bench: Bench, browser, cookie: str, conversation: str):
@@ -152,6 +228,7 @@ def run_mode(bench: Bench, browser, cookie: str, mode: str, args) -> dict:
         committed = commit_time(bench, conversation, result["last_seq"])
         page.wait_for_function("() => window.__textAt !== null", timeout=30000)
         sizes = page.evaluate("() => window.__sizes")
+        frames = page.evaluate("() => window.__frames")
         bench.server.post_events(
             conversation,
             [{"type": "agent.step.completed", "message_id": "p5", "content": full_text}],
@@ -162,6 +239,7 @@ def run_mode(bench: Bench, browser, cookie: str, mode: str, args) -> dict:
         offset = (offset_before + offset_after) / 2
         text_at = page.evaluate("() => window.__textAt") / 1000 - offset
         markdown_at = page.evaluate("() => window.__markdownAt") / 1000 - offset
+        split = lag_split(bench, conversation, result["last_seq"], frames, offset, committed)
     finally:
         context.close()
     return {
@@ -173,6 +251,7 @@ def run_mode(bench: Bench, browser, cookie: str, mode: str, args) -> dict:
         "bytes_per_delta": sum(sizes) / len(texts),
         "text_lag_ms": (text_at - committed) * 1000,
         "markdown_lag_ms": (markdown_at - ended) * 1000,
+        **split,
         "load": loadavg(),
     }
 
@@ -191,7 +270,7 @@ def main() -> None:
 
     print("P5 streamed answer ·", machine_line())
     results = []
-    with Bench(stamps=True) as bench, sync_playwright() as playwright:
+    with Bench(experiment="socket-stamps") as bench, sync_playwright() as playwright:
         executable = shutil.which("chromium") or "/usr/bin/chromium"
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         cookie = bench.session_cookie()
@@ -236,6 +315,7 @@ def main() -> None:
             rows,
         )
     )
+    print(table(SPLIT_HEADERS, [[r["mode"], *(r.get(k, "") for k in SPLIT)] for r in results]))
     print(f"{args.deltas} deltas, window {args.window}; load after: {loadavg()}")
     if args.json:
         with open(args.json, "w") as out:
