@@ -80,14 +80,15 @@ class IngestRoute:
         body = await _read_body(receive)
         if body is None:
             return  # the client left before its body arrived: nobody to answer
-        await self.responder.send_response(await _answer(scope, body, match), send)
+        response = await on_writer(_respond, scope, body, match)
+        await self.responder.send_response(response, send)
 
 
-async def _answer(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
-    """The view's answer, run on a writer thread, with the middleware's headers."""
+def _respond(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
+    """On a writer thread: the view's answer with the middleware's headers. The request
+    is made here too, off the event loop (none of it is needed before the view runs)."""
     request = ASGIRequest(scope, io.BytesIO(body))
-    response = await on_writer(_run_view, match.func, request, match.kwargs)
-    return finish(request, response)
+    return finish(request, _run_view(match.func, request, match.kwargs))
 
 
 # -- under daphne: the same route, without the ASGI plumbing around it -------------------
@@ -158,9 +159,44 @@ async def _serve_on_daphne(
     data = await body.read()
     if data is None:
         return  # the client left before its body arrived: nobody to answer
-    response = await _answer(scope, data, match)
+    answer = await on_writer(_respond_on_the_wire, scope, data, match)
     # daphne's request ignores an answer to a client that has left.
-    await _responder().send_response(response, _answer_to(protocol))
+    if isinstance(answer, HttpResponse):  # streamed: Django's handler sends it, as ever
+        await _responder().send_response(answer, _answer_to(protocol))
+        return
+    start, whole_body = answer
+    protocol.handle_reply(start)
+    protocol.handle_reply(whole_body)
+
+
+def _respond_on_the_wire(
+    scope: dict, body: bytes, match: ResolverMatch
+) -> tuple[dict, dict] | HttpResponse:
+    """On a writer thread: the answer as the two ASGI messages Django's
+    `ASGIHandler.send_response` would make of it, for daphne's `handle_reply`; the
+    event loop then only hands them over (no header conversion, no coroutine per
+    message). A streaming response is returned as it is, for `send_response`."""
+    response = _respond(scope, body, match)
+    if response.streaming:
+        return response
+    start = {"type": "http.response.start", "status": response.status_code}
+    start["headers"] = _wire_headers(response)
+    return start, {"type": "http.response.body", "body": response.content}
+
+
+def _wire_headers(response: HttpResponse) -> list[tuple[bytes, bytes]]:
+    """`ASGIHandler.send_response`'s headers: the response's, in their case, then its
+    cookies."""
+    headers = [
+        (
+            name.encode("ascii") if isinstance(name, str) else bytes(name),
+            value.encode("latin1") if isinstance(value, str) else bytes(value),
+        )
+        for name, value in response.items()
+    ]
+    for cookie in response.cookies.values():
+        headers.append((b"Set-Cookie", cookie.output(header="").encode("ascii").strip()))
+    return headers
 
 
 def _answer_to(protocol: Any) -> Callable[[dict], Awaitable[None]]:
