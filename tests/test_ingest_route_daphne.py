@@ -11,10 +11,15 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from channels.testing import ApplicationCommunicator
+from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpResponse
 
-from chatui.edge import SCOPE_CHECKED
-from chatui.ingest_route import BodyQueue, serve_on_daphne
+from chatui.edge import SCOPE_CHECKED, SCOPE_TOKEN
+from chatui.ingest_route import BodyQueue, IngestRoute, _wire_headers, serve_on_daphne
+from chatui.models import ApiToken, Conversation
 from tests.support.live import LiveServer
+from tests.support.writer import close_writer_connections
 
 
 def _wait_for_log(server: LiveServer, *texts: str, seconds: float = 10) -> str:
@@ -110,3 +115,109 @@ async def test_p2_client_that_leaves_before_its_body_is_complete_gets_no_answer(
     await asyncio.sleep(0)
     body.put_nowait({"type": "http.disconnect"})
     assert await reading is None
+
+
+# -- the answer handed to daphne is the one Django's handler would send ----------------
+
+
+class RecordingRequest:
+    """daphne's request as `_serve_on_daphne` sees it: the messages `handle_reply` got."""
+
+    def __init__(self) -> None:
+        self.replies: list[dict] = []
+
+    def handle_reply(self, message: dict) -> None:
+        self.replies.append(message)
+
+
+def _events_scope(conversation_id, token, body: bytes, content_type: bytes) -> dict:
+    path = f"/api/v1/conversations/{conversation_id}/events"
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", content_type),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ["127.0.0.1", 1234],
+        "server": ["testserver", 80],
+        SCOPE_CHECKED: True,
+        SCOPE_TOKEN: token,
+    }
+
+
+async def _through_django_send_response(scope: dict, body: bytes) -> tuple[dict, bytes]:
+    """The routed view's answer as Django's `ASGIHandler.send_response` sends it."""
+    communicator = ApplicationCommunicator(IngestRoute(ASGIHandler()), scope)
+    await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
+    start = await communicator.receive_output(10)
+    chunks = []
+    while True:
+        message = await communicator.receive_output(10)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    await communicator.wait(10)
+    return start, b"".join(chunks)
+
+
+async def _handed_to_daphne(scope: dict, body: bytes) -> list[dict]:
+    request = RecordingRequest()
+    server = SimpleNamespace(connections={request: {}})
+    queue = serve_on_daphne(server, request, scope)
+    queue.put_nowait({"type": "http.request", "body": body, "more_body": False})
+    await asyncio.wait_for(server.connections[request]["application_instance"], 10)
+    return request.replies
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        pytest.param(b'{"type": "user.message", "content": "hi"}', b"application/json", 200),
+        pytest.param(b"{", b"application/json", 400, id="bad JSON"),
+        pytest.param(b"{}", b"text/plain", 415, id="not JSON"),
+    ],
+)
+async def test_p2_daphne_is_handed_exactly_the_answer_djangos_send_response_gives(
+    django_user_model, body, content_type, status
+):
+    """Status, headers (names, case, order, values) and body: the same two messages."""
+    from asgiref.sync import sync_to_async
+
+    user = await django_user_model.objects.acreate(username="wire")
+    token, _ = await sync_to_async(ApiToken.issue)(user)
+    one = await Conversation.objects.acreate(owner=user, title="direct")
+    other = await Conversation.objects.acreate(owner=user, title="through Django")
+    try:
+        replies = await _handed_to_daphne(_events_scope(one.pk, token, body, content_type), body)
+        start, whole = await _through_django_send_response(
+            _events_scope(other.pk, token, body, content_type), body
+        )
+    finally:
+        await close_writer_connections()
+    assert start["status"] == status
+    assert replies == [start, {"type": "http.response.body", "body": whole}]
+
+
+def test_p2_wire_headers_are_send_responses_cookies_and_all():
+    response = HttpResponse(b"{}", content_type="application/json")
+    response["X-Bytes-Value"] = "caf\u00e9"  # latin-1 on the wire, as Django encodes it
+    response.set_cookie("seen", "yes", httponly=True)
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(ASGIHandler().send_response(response, send))
+    assert _wire_headers(response) == sent[0]["headers"]
+    assert any(name == b"Set-Cookie" for name, _ in sent[0]["headers"])
