@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 
 import pytest
 import pytest_asyncio
@@ -84,7 +85,10 @@ async def test_p2_a_writers_failure_reaches_the_caller_as_raised():
 
 async def test_p2_the_calling_loop_is_known_on_the_writer_during_the_call_only():
     loop = asyncio.get_running_loop()
-    assert await on_writer(calling_loop) is loop
+    seen = await on_writer(calling_loop)
+    assert seen.loop is loop
+    assert await on_writer(calling_loop) is seen  # one per loop: an Outbox keyed by it stays one
+    assert seen.create_task == loop.create_task  # the loop's own
     assert await on_writer(lambda: threading.current_thread().name.startswith("chatui-writer"))
     assert calling_loop() is None  # not on the loop's own thread
 
@@ -125,3 +129,41 @@ async def test_p2_a_write_cancelled_before_it_started_never_runs():
     assert await asyncio.gather(*busy) == [True] * writer_count()
     await on_writer(ran.append, "after")  # the writer has run everything queued before it
     assert ran == ["after"]
+
+
+async def test_p2_what_a_write_hands_the_loop_arrives_with_its_answer_in_one_wakeup():
+    """The on-commit frames (`calling_loop().call_soon_threadsafe`, as chatui.broadcast's
+    Outbox hands them over) are held until the call returns, then run on the loop, in
+    order, before the caller gets the answer: one wakeup of the loop, not one each."""
+    order: list[str] = []
+    returned = threading.Event()
+
+    def on_the_loop(name: str) -> None:
+        assert threading.current_thread() is threading.main_thread()
+        order.append(f"{name}, call returned: {returned.is_set()}")
+
+    def commit_then_more_work() -> str:
+        calling_loop().call_soon_threadsafe(on_the_loop, "frame 1")
+        calling_loop().call_soon_threadsafe(on_the_loop, "frame 2")
+        time.sleep(0.05)  # the loop is free meanwhile: it would have run them by now
+        returned.set()
+        return "answer"
+
+    order.append(await on_writer(commit_then_more_work))
+    assert order == ["frame 1, call returned: True", "frame 2, call returned: True", "answer"]
+
+
+async def test_p2_a_failing_handed_callback_is_reported_and_the_answer_still_arrives():
+    loop = asyncio.get_running_loop()
+    reported: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+
+        def hand_a_broken_callback() -> str:
+            calling_loop().call_soon_threadsafe(crash)
+            return "answer"
+
+        assert await on_writer(hand_a_broken_callback) == "answer"
+    finally:
+        loop.set_exception_handler(None)
+    assert [type(context["exception"]) for context in reported] == [RuntimeError]
