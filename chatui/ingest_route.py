@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import sys
 from collections.abc import Awaitable, Callable
 from functools import cache, lru_cache
 from typing import Any
@@ -34,7 +33,6 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, ResolverMatch, resolve
 from django.utils.log import log_response
-from twisted.python.log import callWithLogger
 
 from .edge import SCOPE_CHECKED
 from .middleware import ContentSecurityPolicyMiddleware
@@ -167,26 +165,8 @@ async def _serve_on_daphne(
         await _responder().send_response(answer, _answer_to(protocol))
         return
     start, whole_body = answer
-    channel = protocol.channel  # gone once the answer is finished
     protocol.handle_reply(start)
     protocol.handle_reply(whole_body)
-    if channel is not None:
-        _write_now(channel.transport)
-
-
-def _write_now(transport: Any) -> None:
-    """Twisted only buffers an answer; the reactor writes it on a later turn of the
-    loop, once the selector says the socket is writable, which an idle keep-alive
-    connection always is: a turn of the loop (its select, the reactor's logging
-    context) per answer. Written now instead, exactly as the reactor would have
-    (`_readOrWrite`: a failure is logged and disconnects). Where that is not the
-    reactor's way (none installed, another reactor), the reactor writes it as ever."""
-    reactor = sys.modules.get("twisted.internet.reactor")
-    writers = getattr(reactor, "_writers", None)
-    write = getattr(reactor, "_readOrWrite", None)
-    if writers is None or write is None or transport not in writers:
-        return
-    callWithLogger(transport, write, transport, False)
 
 
 def _respond_on_the_wire(
