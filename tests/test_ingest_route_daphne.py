@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import time
 from types import SimpleNamespace
@@ -221,3 +222,53 @@ def test_p2_wire_headers_are_send_responses_cookies_and_all():
     asyncio.run(ASGIHandler().send_response(response, send))
     assert _wire_headers(response) == sent[0]["headers"]
     assert any(name == b"Set-Cookie" for name, _ in sent[0]["headers"])
+
+
+def _read_answer(sock: socket.socket, buffered: bytes) -> tuple[bytes, bytes, bytes]:
+    """One HTTP/1.1 answer framed by Content-Length: (head, body, what follows it)."""
+    while b"\r\n\r\n" not in buffered:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed mid-answer: {buffered!r}"
+        buffered += chunk
+    head, _, rest = buffered.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", head).group(1))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed mid-body"
+        rest += chunk
+    return head, rest[:length], rest[length:]
+
+
+def test_p2_answers_handed_to_daphne_keep_order_on_a_kept_connection_and_close_when_asked(
+    chatui_server,
+):
+    """The answer handed straight to daphne's request: on a kept-alive connection each
+    answer arrives whole, in order; a request that asks for `Connection: close` gets
+    its whole answer, then the connection closes."""
+    conversation_id = chatui_server.new_conversation("kept connection")
+
+    def request(content: str, *, close: bool = False) -> bytes:
+        body = json.dumps({"type": "user.message", "content": content}).encode()
+        return (
+            f"POST /api/v1/conversations/{conversation_id}/events HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{chatui_server.port}\r\n"
+            f"Authorization: Bearer {chatui_server.token}\r\n"
+            "Content-Type: application/json\r\n"
+            + ("Connection: close\r\n" if close else "")
+            + f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+
+    seqs = []
+    with socket.create_connection(("127.0.0.1", chatui_server.port), timeout=10) as sock:
+        buffered = b""
+        for n in range(3):
+            sock.sendall(request(f"kept {n}"))
+            head, body, buffered = _read_answer(sock, buffered)
+            assert head.startswith(b"HTTP/1.1 200 OK"), head
+            seqs.append(json.loads(body)["last_seq"])
+        sock.sendall(request("last", close=True))
+        head, body, buffered = _read_answer(sock, buffered)
+        assert head.startswith(b"HTTP/1.1 200 OK") and b"\r\nConnection: close" in head, head
+        seqs.append(json.loads(body)["last_seq"])
+        assert buffered == b"" and sock.recv(1) == b""  # then closed, nothing more
+    assert seqs == [1, 2, 3, 4]
