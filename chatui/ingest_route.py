@@ -19,6 +19,7 @@ takes the request from daphne as daphne is about to create the application for i
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 from collections.abc import Awaitable, Callable
 from functools import cache, lru_cache
@@ -29,6 +30,7 @@ from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.core.handlers.exception import response_for_exception
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, ResolverMatch, resolve
@@ -36,7 +38,7 @@ from django.utils.log import log_response
 
 from .edge import SCOPE_CHECKED
 from .middleware import ContentSecurityPolicyMiddleware
-from .writer import on_writer
+from .writer import hand_to_writer, on_writer
 
 ROUTED_VIEW = "api:conversation-events"
 
@@ -104,29 +106,35 @@ def serve_on_daphne(server: Any, protocol: Any, scope: dict) -> Any | None:
     every middleware, each answer message through daphne's `Server.handle_reply`
     coroutine). Here the body is taken as daphne hands it over and the answer given to
     daphne's request directly; daphne still builds and checks the scope, writes the
-    answer, logs it, and tracks the task as its application instance (a failure is
-    logged and answered 500 by daphne, shutdown cancels it)."""
+    answer, logs it, and tracks a future as its application instance (a failure is
+    logged and answered 500 by daphne; shutdown cancels it, and a write not yet
+    started then never runs)."""
     if not scope.get(SCOPE_CHECKED):
         return None  # only behind the edge's checks (chatui.edge.GuardedRequest)
     match = _events_post(scope)
     if match is None or protocol not in server.connections:
         return None
     scope.setdefault("asgi", {"version": "3.0"})
-    body = BodyQueue()
-    task = asyncio.ensure_future(_serve_on_daphne(protocol, scope, body, match))
-    server.connections[protocol]["application_instance"] = task
+    # The application instance daphne tracks: done once the answer is handed over.
+    # No task, no coroutine: the body goes to a writer thread as it completes, and the
+    # writer's outcome comes back to `_hand_over` (each await of a task costs the loop).
+    answering = asyncio.get_running_loop().create_future()
+    body = BodyQueue(functools.partial(_body_received, protocol, scope, match, answering))
+    server.connections[protocol]["application_instance"] = answering
     return body
 
 
 class BodyQueue:
     """Stands in for the input queue daphne fills with a request's body messages: keeps
-    the body (cut as `_read_body` cuts it) for `_serve_on_daphne`."""
+    the body (cut as `_read_body` cuts it) and hands it, or None when the client left
+    before it was complete, to `received`."""
 
-    def __init__(self) -> None:
+    def __init__(self, received: Callable[[bytes | None], None] | None = None) -> None:
         self.chunks: list[bytes] = []
         self.room = settings.CHATUI_MAX_REQUEST_BYTES + 1
         self.body: bytes | None = None
         self.gone = False
+        self._received = received
         self._waiter: asyncio.Future | None = None
 
     def put_nowait(self, message: dict) -> None:
@@ -141,37 +149,69 @@ class BodyQueue:
             if message.get("more_body", False):
                 return
             self.body = b"".join(self.chunks)
+        if self._received is not None:
+            self._received(self.body)
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
     async def read(self) -> bytes | None:
-        """The whole body, or None when the client left before sending it. daphne puts
-        the body in as it creates the application, so this rarely has to wait."""
+        """The whole body, or None when the client left before sending it."""
         if self.body is None and not self.gone:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         return self.body
 
 
-async def _serve_on_daphne(
-    protocol: Any, scope: dict, body: BodyQueue, match: ResolverMatch
+def _body_received(
+    protocol: Any, scope: dict, match: ResolverMatch, answering: asyncio.Future, body: bytes | None
 ) -> None:
-    data = await body.read()
-    if data is None:
-        return  # the client left before its body arrived: nobody to answer
-    answer = await on_writer(_respond_on_the_wire, scope, data, match)
-    # daphne's request ignores an answer to a client that has left.
-    if isinstance(answer, HttpResponse):  # streamed: Django's handler sends it, as ever
-        await _responder().send_response(answer, _answer_to(protocol))
+    if answering.done():
+        return  # cancelled: daphne is done with the request (shutdown)
+    if body is None:
+        answering.set_result(None)  # the client left before its body arrived: no answer
         return
-    start, whole_body = answer
-    protocol.handle_reply(start)
-    protocol.handle_reply(whole_body)
+    on_writer_then = functools.partial(_hand_over, protocol)
+    hand_to_writer(answering, on_writer_then, _respond_on_the_wire, scope, body, match)
+
+
+def _hand_over(
+    protocol: Any, answering: asyncio.Future, answer: Any, problem: BaseException | None
+) -> None:
+    """On the loop: the writer's answer to daphne's request (which ignores an answer to
+    a client that has left); a failure to daphne, which logs it and answers 500."""
+    if answering.done():
+        return  # cancelled meanwhile: daphne is done with the request
+    if problem is None and not isinstance(answer, tuple):  # streamed: Django sends it
+        sending = asyncio.ensure_future(_responder().send_response(answer, _answer_to(protocol)))
+        sending.add_done_callback(functools.partial(_copy_outcome, answering))
+        return
+    if problem is None:
+        start, whole_body = answer
+        try:
+            protocol.handle_reply(start)
+            protocol.handle_reply(whole_body)
+        except Exception as failure:  # as a failing application task would be reported
+            problem = failure
+    if problem is None:
+        answering.set_result(None)
+    else:
+        answering.set_exception(problem)
+
+
+def _copy_outcome(answering: asyncio.Future, sending: asyncio.Future) -> None:
+    if answering.done():
+        return
+    if sending.cancelled():
+        answering.cancel()
+    elif sending.exception() is not None:
+        answering.set_exception(sending.exception())
+    else:
+        answering.set_result(None)
 
 
 def _respond_on_the_wire(
     scope: dict, body: bytes, match: ResolverMatch
-) -> tuple[dict, dict] | HttpResponse:
+) -> tuple[dict, dict] | HttpResponseBase:
     """On a writer thread: the answer as the two ASGI messages Django's
     `ASGIHandler.send_response` would make of it, for daphne's `handle_reply`; the
     event loop then only hands them over (no header conversion, no coroutine per

@@ -59,16 +59,34 @@ async def on_writer(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> 
     turns of the loop), this one ~22 µs: the thread settles the awaited future in one
     `call_soon_threadsafe`. A caller cancelled before its call started (shutdown)
     keeps it from running, as there."""
-    loop = asyncio.get_running_loop()
-    settled = loop.create_future()
+    settled = asyncio.get_running_loop().create_future()
+    hand_to_writer(settled, _settle_future, func, *args, **kwargs)
+    return await settled
+
+
+#: `then(wanted, result, problem)`: a writer call's outcome, on the loop.
+Then = Callable[[asyncio.Future, Any, BaseException | None], None]
+
+
+def hand_to_writer(
+    wanted: asyncio.Future, then: Then, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs
+) -> None:
+    """On an event loop: `func(*args, **kwargs)` on a writer thread, as `on_writer`
+    runs it, then `then(wanted, result, problem)` on the loop of `wanted` — for a
+    caller that needs no coroutine around the call (chatui.ingest_route). Unless
+    `wanted` is cancelled before the call starts: then it never runs."""
+    calling = _calling_loop_of(wanted.get_loop())
     call = functools.partial(func, *args, **kwargs)
-    calling = _calling_loop_of(loop)
-    job = writers().submit(_called_from, calling, settled, contextvars.copy_context(), call)
-    try:
-        return await settled
-    except asyncio.CancelledError:
-        job.cancel()  # a call not yet started never runs; one running finishes unheard
-        raise
+    writers().submit(_called_from, calling, wanted, then, contextvars.copy_context(), call)
+
+
+def _settle_future(settled: asyncio.Future, result: object, problem: BaseException | None) -> None:
+    if settled.done():
+        return  # the caller was cancelled meanwhile
+    if problem is None:
+        settled.set_result(result)
+    else:
+        settled.set_exception(problem)
 
 
 def calling_loop() -> asyncio.AbstractEventLoop | None:
@@ -123,10 +141,13 @@ def _calling_loop_of(loop: asyncio.AbstractEventLoop) -> _CallingLoop:
 
 def _called_from(
     calling: _CallingLoop,
-    settled: asyncio.Future,
+    wanted: asyncio.Future,
+    then: Then,
     context: contextvars.Context,
     call: Callable[[], R],
 ) -> None:
+    if wanted.cancelled():  # read across threads: a flag, set before the call or not
+        return  # its caller is gone (shutdown): a call not yet started never runs
     loop = calling.loop
     held: list[asyncio.Handle] = []
     _calling.loop, _calling.held = calling, held
@@ -142,23 +163,21 @@ def _called_from(
         _calling.loop = _calling.held = None
         SyncToAsync.threadlocal.main_event_loop = None
     with contextlib.suppress(RuntimeError):  # the loop has closed: the server stopped
-        loop.call_soon_threadsafe(_settle, settled, *outcome, held)
+        loop.call_soon_threadsafe(_deliver, held, then, wanted, *outcome)
 
 
-def _settle(
-    settled: asyncio.Future, result: object, problem: BaseException | None, held: list
+def _deliver(
+    held: list[asyncio.Handle],
+    then: Then,
+    wanted: asyncio.Future,
+    result: object,
+    problem: BaseException | None,
 ) -> None:
-    """On the loop: what the call handed the loop, then the caller's answer (unless the
-    caller was cancelled meanwhile)."""
+    """On the loop: what the call handed the loop, then its outcome to `then`."""
     for handle in held:
         if not handle.cancelled():
             handle._run()  # as the loop runs a callback: a failure is reported, not raised
-    if settled.done():
-        return
-    if problem is None:
-        settled.set_result(result)
-    else:
-        settled.set_exception(problem)
+    then(wanted, result, problem)
 
 
 def _keeping_a_sound_connection(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

@@ -8,17 +8,25 @@ import asyncio
 import json
 import re
 import socket
+import threading
 import time
 from types import SimpleNamespace
 
 import pytest
 from channels.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 
 from chatui.edge import SCOPE_CHECKED, SCOPE_TOKEN
-from chatui.ingest_route import BodyQueue, IngestRoute, _wire_headers, serve_on_daphne
+from chatui.ingest_route import (
+    BodyQueue,
+    IngestRoute,
+    _hand_over,
+    _wire_headers,
+    serve_on_daphne,
+)
 from chatui.models import ApiToken, Conversation
+from chatui.writer import on_writer, writer_count
 from tests.support.live import LiveServer
 from tests.support.writer import close_writer_connections
 
@@ -272,3 +280,85 @@ def test_p2_answers_handed_to_daphne_keep_order_on_a_kept_connection_and_close_w
         seqs.append(json.loads(body)["last_seq"])
         assert buffered == b"" and sock.recv(1) == b""  # then closed, nothing more
     assert seqs == [1, 2, 3, 4]
+
+
+# -- daphne's application instance: a future, done once the answer is handed over -------
+
+
+@pytest.mark.asyncio
+async def test_p2_a_client_that_left_before_its_body_ends_the_instance_without_an_answer():
+    request = RecordingRequest()
+    server = SimpleNamespace(connections={request: {}})
+    queue = serve_on_daphne(server, request, _scope(EVENTS_PATH))
+    queue.put_nowait({"type": "http.request", "body": b"{", "more_body": True})
+    queue.put_nowait({"type": "http.disconnect"})
+    instance = server.connections[request]["application_instance"]
+    assert instance.done() and instance.result() is None
+    assert request.replies == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_p2_a_request_daphne_cancelled_before_its_write_started_writes_nothing(
+    django_user_model,
+):
+    """Shutdown cancels the application instances: a write not yet started never runs."""
+    from asgiref.sync import sync_to_async
+
+    user = await django_user_model.objects.acreate(username="shutdown")
+    token, _ = await sync_to_async(ApiToken.issue)(user)
+    conversation = await Conversation.objects.acreate(owner=user, title="cancelled")
+    body = b'{"type": "user.message", "content": "never"}'
+    request = RecordingRequest()
+    server = SimpleNamespace(connections={request: {}})
+    release = threading.Event()
+    busy = [asyncio.ensure_future(on_writer(release.wait, 10)) for _ in range(writer_count())]
+    try:
+        queue = serve_on_daphne(
+            server, request, _events_scope(conversation.pk, token, body, b"application/json")
+        )
+        queue.put_nowait({"type": "http.request", "body": body, "more_body": False})
+        server.connections[request]["application_instance"].cancel()
+        release.set()
+        await asyncio.gather(*busy)
+        await on_writer(lambda: None)  # everything queued before has had its turn
+    finally:
+        release.set()
+        await close_writer_connections()
+    await conversation.arefresh_from_db()
+    assert conversation.last_seq == 0
+    assert request.replies == []
+
+
+class FailingRequest(RecordingRequest):
+    def handle_reply(self, message: dict) -> None:
+        raise ValueError("HTTP response has already been started")
+
+
+@pytest.mark.asyncio
+async def test_p2_a_failure_becomes_the_instances_exception_for_daphne_to_log_and_answer():
+    """daphne's application checker logs an instance's exception and answers 500, as for
+    a failed application task."""
+    loop = asyncio.get_running_loop()
+    crashed, refused = loop.create_future(), loop.create_future()
+    _hand_over(RecordingRequest(), crashed, None, RuntimeError("the database went away"))
+    start = {"type": "http.response.start", "status": 200, "headers": []}
+    _hand_over(FailingRequest(), refused, (start, {"type": "http.response.body"}), None)
+    assert isinstance(crashed.exception(), RuntimeError)
+    assert isinstance(refused.exception(), ValueError)
+
+
+@pytest.mark.asyncio
+async def test_p2_a_streamed_answer_goes_through_djangos_send_response():
+    async def parts():
+        yield b"a"
+        yield b"b"
+
+    request = RecordingRequest()
+    answering = asyncio.get_running_loop().create_future()
+    _hand_over(request, answering, StreamingHttpResponse(parts()), None)
+    await asyncio.wait_for(answering, 10)
+    assert [m["type"] for m in request.replies] == ["http.response.start"] + [
+        "http.response.body"
+    ] * 3
+    assert b"".join(m.get("body", b"") for m in request.replies[1:]) == b"ab"
