@@ -171,7 +171,10 @@ def _body_received(
         answering.set_result(None)  # the client left before its body arrived: no answer
         return
     on_writer_then = functools.partial(_hand_over, protocol)
-    hand_to_writer(answering, on_writer_then, _respond_on_the_wire, scope, body, match)
+    try:
+        hand_to_writer(answering, on_writer_then, _respond_on_the_wire, scope, body, match)
+    except Exception as failure:  # e.g. the writers are shut down: daphne answers 500
+        answering.set_exception(failure)
 
 
 def _hand_over(

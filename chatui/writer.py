@@ -132,7 +132,9 @@ _calling_loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CallingLoo
 
 
 def _calling_loop_of(loop: asyncio.AbstractEventLoop) -> _CallingLoop:
-    """One per loop, on the loop's thread: what is keyed by it (an `Outbox`) stays one."""
+    """One per loop, on the loop's thread: what is keyed by it (an `Outbox`) stays one.
+    Kept as long as the process (it holds its loop), as chatui.broadcast's outboxes
+    are: one loop under daphne."""
     calling = _calling_loops.get(loop)
     if calling is None:
         calling = _calling_loops[loop] = _CallingLoop(loop)

@@ -10,6 +10,7 @@ import re
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -362,3 +363,19 @@ async def test_p2_a_streamed_answer_goes_through_djangos_send_response():
         "http.response.body"
     ] * 3
     assert b"".join(m.get("body", b"") for m in request.replies[1:]) == b"ab"
+
+
+@pytest.mark.asyncio
+async def test_p2_a_write_that_cannot_be_handed_to_a_writer_is_daphnes_500(monkeypatch):
+    """As a failing application task: the instance's exception, which daphne logs and
+    answers 500 (not an exception thrown into daphne's own request processing)."""
+    stopped = ThreadPoolExecutor(max_workers=1)
+    stopped.shutdown()
+    monkeypatch.setattr("chatui.writer.writers", lambda: stopped)
+    request = RecordingRequest()
+    server = SimpleNamespace(connections={request: {}})
+    queue = serve_on_daphne(server, request, _scope(EVENTS_PATH))
+    queue.put_nowait({"type": "http.request", "body": b"{}", "more_body": False})
+    instance = server.connections[request]["application_instance"]
+    assert isinstance(instance.exception(), RuntimeError)
+    assert request.replies == []
