@@ -25,6 +25,7 @@ import json
 import logging
 import sys
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -39,6 +40,8 @@ from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, resolve
 from django.utils.http import is_same_domain
 from twisted.internet.defer import Deferred
+from twisted.web.http import HTTPChannel
+from twisted.web.http_headers import Headers
 
 from .middleware import CONTENT_SECURITY_POLICY
 from .models import ApiToken
@@ -395,6 +398,9 @@ class GuardedHTTPFactory(HTTPFactory):
     def buildProtocol(self, addr: Any) -> Any:
         protocol = super().buildProtocol(addr)
         protocol.requestFactory = GuardedRequest
+        channel = getattr(protocol, "_channel", None)  # Twisted's HTTPChannel inside
+        if isinstance(channel, HTTPChannel):
+            channel.writeHeaders = types.MethodType(write_headers_in_one_piece, channel)
         return protocol
 
     def log(self, request: Any) -> None:
@@ -403,6 +409,26 @@ class GuardedHTTPFactory(HTTPFactory):
         drops it: not formatted for nothing, per request, on the event loop."""
         if self.server.verbosity > 1 or self.logPath:
             super().log(request)
+
+
+def write_headers_in_one_piece(
+    channel: HTTPChannel, version: bytes, code: bytes, reason: bytes, headers: Any
+) -> None:
+    """`HTTPChannel.writeHeaders`, byte for byte, handing the transport one piece
+    instead of a sequence of ~45 (a status line, four pieces a header): its
+    `writeSequence` checks and counts each piece in Python, on the event loop, for
+    every answer (~a quarter of daphne's own answer-writing time, by cProfile)."""
+    if not isinstance(headers, Headers):  # as Twisted: quoted and sanitised first
+        sanitized = Headers()
+        for name, value in headers:
+            sanitized.addRawHeader(name, value)
+        headers = sanitized
+    pieces = [version, b" ", code, b" ", reason, b"\r\n"]
+    for name, values in headers.getAllRawHeaders():
+        for value in values:
+            pieces.extend((name, b": ", value, b"\r\n"))
+    pieces.append(b"\r\n")
+    channel.transport.write(b"".join(pieces))
 
 
 def guard_daphne(direct: Direct | None = None) -> None:

@@ -19,6 +19,7 @@ takes the request from daphne as daphne is about to create the application for i
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 from collections.abc import Awaitable, Callable
 from functools import cache, lru_cache
@@ -29,6 +30,7 @@ from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.core.handlers.exception import response_for_exception
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, ResolverMatch, resolve
@@ -36,7 +38,7 @@ from django.utils.log import log_response
 
 from .edge import SCOPE_CHECKED
 from .middleware import ContentSecurityPolicyMiddleware
-from .writer import on_writer
+from .writer import hand_to_writer, on_writer
 
 ROUTED_VIEW = "api:conversation-events"
 
@@ -80,14 +82,15 @@ class IngestRoute:
         body = await _read_body(receive)
         if body is None:
             return  # the client left before its body arrived: nobody to answer
-        await self.responder.send_response(await _answer(scope, body, match), send)
+        response = await on_writer(_respond, scope, body, match)
+        await self.responder.send_response(response, send)
 
 
-async def _answer(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
-    """The view's answer, run on a writer thread, with the middleware's headers."""
+def _respond(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
+    """On a writer thread: the view's answer with the middleware's headers. The request
+    is made here too, off the event loop (none of it is needed before the view runs)."""
     request = ASGIRequest(scope, io.BytesIO(body))
-    response = await on_writer(_run_view, match.func, request, match.kwargs)
-    return finish(request, response)
+    return finish(request, _run_view(match.func, request, match.kwargs))
 
 
 # -- under daphne: the same route, without the ASGI plumbing around it -------------------
@@ -103,29 +106,35 @@ def serve_on_daphne(server: Any, protocol: Any, scope: dict) -> Any | None:
     every middleware, each answer message through daphne's `Server.handle_reply`
     coroutine). Here the body is taken as daphne hands it over and the answer given to
     daphne's request directly; daphne still builds and checks the scope, writes the
-    answer, logs it, and tracks the task as its application instance (a failure is
-    logged and answered 500 by daphne, shutdown cancels it)."""
+    answer, logs it, and tracks a future as its application instance (a failure is
+    logged and answered 500 by daphne; shutdown cancels it, and a write not yet
+    started then never runs)."""
     if not scope.get(SCOPE_CHECKED):
         return None  # only behind the edge's checks (chatui.edge.GuardedRequest)
     match = _events_post(scope)
     if match is None or protocol not in server.connections:
         return None
     scope.setdefault("asgi", {"version": "3.0"})
-    body = BodyQueue()
-    task = asyncio.ensure_future(_serve_on_daphne(protocol, scope, body, match))
-    server.connections[protocol]["application_instance"] = task
+    # The application instance daphne tracks: done once the answer is handed over.
+    # No task, no coroutine: the body goes to a writer thread as it completes, and the
+    # writer's outcome comes back to `_hand_over` (each await of a task costs the loop).
+    answering = asyncio.get_running_loop().create_future()
+    body = BodyQueue(functools.partial(_body_received, protocol, scope, match, answering))
+    server.connections[protocol]["application_instance"] = answering
     return body
 
 
 class BodyQueue:
     """Stands in for the input queue daphne fills with a request's body messages: keeps
-    the body (cut as `_read_body` cuts it) for `_serve_on_daphne`."""
+    the body (cut as `_read_body` cuts it) and hands it, or None when the client left
+    before it was complete, to `received`."""
 
-    def __init__(self) -> None:
+    def __init__(self, received: Callable[[bytes | None], None] | None = None) -> None:
         self.chunks: list[bytes] = []
         self.room = settings.CHATUI_MAX_REQUEST_BYTES + 1
         self.body: bytes | None = None
         self.gone = False
+        self._received = received
         self._waiter: asyncio.Future | None = None
 
     def put_nowait(self, message: dict) -> None:
@@ -140,27 +149,97 @@ class BodyQueue:
             if message.get("more_body", False):
                 return
             self.body = b"".join(self.chunks)
+        if self._received is not None:
+            self._received(self.body)
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
     async def read(self) -> bytes | None:
-        """The whole body, or None when the client left before sending it. daphne puts
-        the body in as it creates the application, so this rarely has to wait."""
+        """The whole body, or None when the client left before sending it."""
         if self.body is None and not self.gone:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         return self.body
 
 
-async def _serve_on_daphne(
-    protocol: Any, scope: dict, body: BodyQueue, match: ResolverMatch
+def _body_received(
+    protocol: Any, scope: dict, match: ResolverMatch, answering: asyncio.Future, body: bytes | None
 ) -> None:
-    data = await body.read()
-    if data is None:
-        return  # the client left before its body arrived: nobody to answer
-    response = await _answer(scope, data, match)
-    # daphne's request ignores an answer to a client that has left.
-    await _responder().send_response(response, _answer_to(protocol))
+    if answering.done():
+        return  # cancelled: daphne is done with the request (shutdown)
+    if body is None:
+        answering.set_result(None)  # the client left before its body arrived: no answer
+        return
+    on_writer_then = functools.partial(_hand_over, protocol)
+    try:
+        hand_to_writer(answering, on_writer_then, _respond_on_the_wire, scope, body, match)
+    except Exception as failure:  # e.g. the writers are shut down: daphne answers 500
+        answering.set_exception(failure)
+
+
+def _hand_over(
+    protocol: Any, answering: asyncio.Future, answer: Any, problem: BaseException | None
+) -> None:
+    """On the loop: the writer's answer to daphne's request (which ignores an answer to
+    a client that has left); a failure to daphne, which logs it and answers 500."""
+    if answering.done():
+        return  # cancelled meanwhile: daphne is done with the request
+    if problem is None and not isinstance(answer, tuple):  # streamed: Django sends it
+        sending = asyncio.ensure_future(_responder().send_response(answer, _answer_to(protocol)))
+        sending.add_done_callback(functools.partial(_copy_outcome, answering))
+        return
+    if problem is None:
+        start, whole_body = answer
+        try:
+            protocol.handle_reply(start)
+            protocol.handle_reply(whole_body)
+        except Exception as failure:  # as a failing application task would be reported
+            problem = failure
+    if problem is None:
+        answering.set_result(None)
+    else:
+        answering.set_exception(problem)
+
+
+def _copy_outcome(answering: asyncio.Future, sending: asyncio.Future) -> None:
+    if answering.done():
+        return
+    if sending.cancelled():
+        answering.cancel()
+    elif sending.exception() is not None:
+        answering.set_exception(sending.exception())
+    else:
+        answering.set_result(None)
+
+
+def _respond_on_the_wire(
+    scope: dict, body: bytes, match: ResolverMatch
+) -> tuple[dict, dict] | HttpResponseBase:
+    """On a writer thread: the answer as the two ASGI messages Django's
+    `ASGIHandler.send_response` would make of it, for daphne's `handle_reply`; the
+    event loop then only hands them over (no header conversion, no coroutine per
+    message). A streaming response is returned as it is, for `send_response`."""
+    response = _respond(scope, body, match)
+    if response.streaming:
+        return response
+    start = {"type": "http.response.start", "status": response.status_code}
+    start["headers"] = _wire_headers(response)
+    return start, {"type": "http.response.body", "body": response.content}
+
+
+def _wire_headers(response: HttpResponse) -> list[tuple[bytes, bytes]]:
+    """`ASGIHandler.send_response`'s headers: the response's, in their case, then its
+    cookies."""
+    headers = [
+        (
+            name.encode("ascii") if isinstance(name, str) else bytes(name),
+            value.encode("latin1") if isinstance(value, str) else bytes(value),
+        )
+        for name, value in response.items()
+    ]
+    for cookie in response.cookies.values():
+        headers.append((b"Set-Cookie", cookie.output(header="").encode("ascii").strip()))
+    return headers
 
 
 def _answer_to(protocol: Any) -> Callable[[dict], Awaitable[None]]:

@@ -13,15 +13,19 @@ import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import httpx
 import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.contrib.auth import get_user_model
 from django.test import RequestFactory
+from twisted.internet.testing import StringTransport
+from twisted.web.http import HTTPChannel
+from twisted.web.http_headers import Headers
 
 from chatui import api
-from chatui.edge import SCOPE_TOKEN
+from chatui.edge import SCOPE_TOKEN, GuardedHTTPFactory, write_headers_in_one_piece
 from chatui.models import ApiToken
 from tests.support.live import LiveServer
 
@@ -380,3 +384,47 @@ def test_api_view_takes_the_token_the_edge_checked(raw_token):
     request.scope = {SCOPE_TOKEN: token}
     response = api.conversations(request)
     assert response.status_code == 200
+
+
+# -- daphne's channels write an answer's headers in one piece, byte for byte -------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param(
+            Headers(
+                {
+                    b"content-type": [b"application/json"],
+                    b"set-cookie": [b"a=1", b"b=2"],  # a header twice: two lines
+                    b"x-folded": [b"one\r\n two"],  # sanitised as Twisted does
+                    b"content-length": [b"2"],
+                }
+            ),
+            id="Headers",
+        ),
+        pytest.param([(b"Content-Type", b"text/plain"), (b"X-Frame-Options", b"DENY")], id="pairs"),
+    ],
+)
+def test_edge_headers_written_in_one_piece_are_twisteds_bytes(headers):
+    def written(write_headers) -> bytes:
+        channel = HTTPChannel()
+        channel.makeConnection(StringTransport())
+        write_headers(channel, b"HTTP/1.1", b"200", b"OK", headers)
+        return channel.transport.io.getvalue()
+
+    ours = written(write_headers_in_one_piece)
+    assert ours == written(HTTPChannel.writeHeaders)
+    assert ours.startswith(b"HTTP/1.1 200 OK\r\n") and ours.endswith(b"\r\n\r\n")
+
+
+def test_edge_daphnes_http_channels_write_headers_in_one_piece():
+    server = SimpleNamespace(create_application=lambda protocol, scope: None)
+    protocol = GuardedHTTPFactory(server).buildProtocol(("127.0.0.1", 1234))
+    pieces: list[object] = []
+    transport = StringTransport()
+    transport.writeSequence = pieces.append  # what Twisted itself would hand over
+    transport.write = pieces.append
+    protocol.makeConnection(transport)
+    protocol._channel.writeHeaders(b"HTTP/1.1", b"200", b"OK", Headers({b"a": [b"b"]}))
+    assert pieces == [b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n"]
