@@ -15,6 +15,10 @@ views. Requests without a body that are not for the API cost one look at the hea
 
 WebSockets (SEC4): `SameOriginValidator` lets a handshake through only from this site's
 own origin — scheme, host and port — or a configured trusted one.
+
+Why it is long: the same rules in their two places, daphne's request class (with its
+factory, which also writes an answer's headers in one piece) and the ASGI middleware,
+kept side by side so that they cannot drift apart.
 """
 
 from __future__ import annotations
