@@ -110,6 +110,16 @@ def test_sec6_invalid_json_is_400(api, conversation):
     assert nothing_changed(conversation)
 
 
+def test_sec6_a_body_starting_with_a_byte_order_mark_is_400_naming_it(api, conversation):
+    raw = '\ufeff{"type": "user.message", "content": "hi"}'.encode()
+    response = api.post_events(conversation, raw=raw)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(
+        "request body is not valid JSON: Unexpected UTF-8 BOM"
+    )
+    assert nothing_changed(conversation)
+
+
 def test_sec6_invalid_utf8_is_400(api, conversation):
     response = api.post_events(conversation, raw=b'{"type": "user.message", "content": "\xff"}')
     assert response.status_code == 400
