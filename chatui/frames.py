@@ -14,10 +14,13 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.core.signals import setting_changed
 from django.template.loader import render_to_string
+from django.utils import timezone, translation
 from django.utils.html import escape
 
 from . import batch_cache, pages, presenters, selectors, tail_cache
+from .lru import BoundedLRU
 from .models import Conversation, Message, Role, seq_of
 from .projection import ChangeSet
 
@@ -352,8 +355,34 @@ def _entry_pks_of(entries: Iterable[presenters.ToolEntryView]) -> set[int]:
     return {pk for entry in presenters.iter_entries(entries) for pk in entry.pks}
 
 
+# A message's HTML by its view: a frame that adds or ends a run's step re-renders the
+# run's other shown messages (the meta line may move), mostly unchanged (SPEC §8 P1,
+# P2). A view is frozen and compared by value, and its HTML depends only on it and the
+# active time zone and language. Tool batches are not kept: a float and an int that
+# are equal (a progress of 1 and 1.0) would be one key for two outputs.
+_MESSAGE_HTML: BoundedLRU[tuple, str] = BoundedLRU(256)
+
+
+def _forget_html(**_kwargs) -> None:
+    _MESSAGE_HTML.clear()  # a setting a render reads may have changed (tests)
+
+
+setting_changed.connect(_forget_html)
+
+
+def _item_html(item: presenters.Item) -> str:
+    if not isinstance(item, presenters.MessageView):
+        return render_to_string(TEMPLATE + "#item", {"item": item})
+    key = (item, timezone.get_current_timezone_name(), translation.get_language())
+    html = _MESSAGE_HTML.get(key)
+    if html is None:
+        html = render_to_string(TEMPLATE + "#item", {"item": item})
+        _MESSAGE_HTML.put(key, html)
+    return html
+
+
 def _render_item(item, *, append: bool) -> str:
-    html = render_to_string(TEMPLATE + "#item", {"item": item})
+    html = _item_html(item)
     if append:
         return f'<div hx-swap-oob="beforeend:#transcript">{html}</div>'
     return html

@@ -87,8 +87,20 @@ PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # -- view objects -------------------------------------------------------------
 
 
+class TemplateView:
+    """A view the templates read. Django's template engine tries a name as a key
+    first and as an attribute only when that raises: here the key is the attribute,
+    which saves a raised exception per name a render reads (about 40 in a tool entry
+    of a live frame, SPEC §8 P2). A name the view lacks still fails as before."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+
 @dataclass(frozen=True)
-class MessageView:
+class MessageView(TemplateView):
     """What every message shown on its own (user, assistant, status) carries."""
 
     dom_id: Key
@@ -137,7 +149,7 @@ class AssistantView(MessageView):
 
 
 @dataclass(frozen=True)
-class ContinuationView:
+class ContinuationView(TemplateView):
     should_continue: bool
     stop_reason: Text
     resolved_by: Text
@@ -160,7 +172,7 @@ class StatusView(MessageView):
 
 
 @dataclass(frozen=True)
-class ResultView:
+class ResultView(TemplateView):
     """G4: a tool's display text, inline (`call → text`) or as a cut block."""
 
     text: ToolText
@@ -172,14 +184,14 @@ class ResultView:
 
 
 @dataclass(frozen=True)
-class KindRow:
+class KindRow(TemplateView):
     label: Text
     value: ToolText
     is_failure: bool = False
 
 
 @dataclass(frozen=True)
-class KindView:
+class KindView(TemplateView):
     """G9: what `details.kind` adds to an entry, as label/value rows."""
 
     kind: Key  # file | command | fetch | subagent | custom
@@ -188,7 +200,7 @@ class KindView:
 
 
 @dataclass(frozen=True)
-class ToolEntryView:
+class ToolEntryView(TemplateView):
     """R4: one tool call with its result, state, and nested children (G13)."""
 
     kind: ClassVar[str] = "tool"
@@ -251,9 +263,34 @@ class ToolEntryView:
             return "–"
         return "✓"
 
+    # What the template tests, each one name: a live frame renders entries one by one
+    # and every name in a condition costs a template lookup (SPEC §8 P2).
+
+    @property
+    def inline_result(self) -> ResultView | None:
+        """G4: the result shown after the call line (`call → text`); not on errors."""
+        result = self.result
+        return result if result is not None and result.inline and not self.is_error else None
+
+    @property
+    def block_result(self) -> ResultView | None:
+        """G4: the result shown as a block under the call (the error is shown instead)."""
+        result = self.result
+        return result if result is not None and not result.inline else None
+
+    @property
+    def has_output(self) -> bool:
+        """A result or an error: what Copy output copies."""
+        return self.result is not None or self.is_error
+
+    @property
+    def has_actions(self) -> bool:
+        """G8/G16: Copy output, Copy args or Details are shown."""
+        return bool(self.details_json or self.args_text or self.has_output)
+
 
 @dataclass(frozen=True)
-class LiveLineView:
+class LiveLineView(TemplateView):
     """§10 "Watching a run": the running entry as its batch's summary shows it."""
 
     title: ToolText
@@ -263,7 +300,7 @@ class LiveLineView:
 
 
 @dataclass(frozen=True)
-class ApprovalView:
+class ApprovalView(TemplateView):
     """SPEC §13: why the runtime asks, and what was decided (by whom, when)."""
 
     reason: ToolText
@@ -275,7 +312,7 @@ class ApprovalView:
 
 
 @dataclass(frozen=True)
-class ToolBatchView:
+class ToolBatchView(TemplateView):
     """G1/G2/G6: consecutive top-level tool entries in one <details> block."""
 
     kind: ClassVar[str] = "tool_batch"
