@@ -361,6 +361,9 @@ def _entry_pks_of(entries: Iterable[presenters.ToolEntryView]) -> set[int]:
 # active time zone and language. Tool batches are not kept: a float and an int that
 # are equal (a progress of 1 and 1.0) would be one key for two outputs.
 _MESSAGE_HTML: BoundedLRU[tuple, str] = BoundedLRU(256)
+#: HTML longer than this is rendered each time, not kept: a runtime's huge answers cost
+#: no memory here (at most 256 × 32 KiB).
+KEPT_HTML_CHARS = 32 * 1024
 
 
 def _forget_html(**_kwargs) -> None:
@@ -377,7 +380,8 @@ def _item_html(item: presenters.Item) -> str:
     html = _MESSAGE_HTML.get(key)
     if html is None:
         html = render_to_string(TEMPLATE + "#item", {"item": item})
-        _MESSAGE_HTML.put(key, html)
+        if len(html) <= KEPT_HTML_CHARS:
+            _MESSAGE_HTML.put(key, html)
     return html
 
 

@@ -65,6 +65,15 @@ def test_kept_message_html_is_per_view_value(db):
     assert "data-meta-line" in first and "data-meta-line" not in moved
 
 
+def test_huge_message_html_is_rendered_not_kept(db):
+    frames._MESSAGE_HTML.clear()
+    small, huge = user_view(), user_view(text="x" * frames.KEPT_HTML_CHARS)
+    frames._render_item(small, append=False)
+    frames._render_item(huge, append=False)
+    kept = [key[0] for key in frames._MESSAGE_HTML._entries]
+    assert kept == [small]
+
+
 def test_seqs_and_ids_are_printed_unlocalized(db, settings):
     settings.USE_THOUSAND_SEPARATOR = True
     html = frames._render_item(user_view(), append=False)
