@@ -48,13 +48,6 @@ open_sockets: Counter = Counter()
 # tick held and sent joined at its end. Any other frame sends what is held first, so
 # the order never changes.
 STREAM_TICK_SECONDS = 0.025
-# A stream that pauses (its last delta, above all) need not wait for the tick's end:
-# once no delta came for STREAM_QUIET_SECONDS, what is held goes, though never sooner
-# than STREAM_MIN_GAP_SECONDS after the last text frame (at most the page's 60 frames/s;
-# text that keeps coming is still one frame per tick). bench/p5 request mode: the last
-# delta was held 4–31 ms, the largest part of its lag once the page applied text cheaply.
-STREAM_QUIET_SECONDS = 0.005
-STREAM_MIN_GAP_SECONDS = 1 / 60
 MAX_HELD_CHARS = 64_000
 
 
@@ -66,7 +59,6 @@ class HeldText:
     last_seq: int
     bodies: list[str]
     size: int
-    due: float  # loop time: the tick's end, when it goes at the latest
 
     def html(self) -> str:
         return frames.marker(self.first_seq, self.last_seq) + "".join(self.bodies)
@@ -153,26 +145,20 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if self.held is not None and first != self.held.last_seq + 1:
             await self._send_held()  # not contiguous: the page must see the gap as it is
         loop = asyncio.get_running_loop()
-        now = loop.time()
         if self.held is None:
             due = self.text_sent_at + STREAM_TICK_SECONDS
-            if now >= due:  # none sent this tick: this one goes at once
-                self.text_sent_at = now
+            if loop.time() >= due:  # none sent this tick: this one goes at once
+                self.text_sent_at = loop.time()
                 await self._send_frame(last, message["html"])
                 return
-            self.held = HeldText(first, last, [body], len(body), due)
+            self.held = HeldText(first, last, [body], len(body))
+            self.held_flush = loop.call_at(due, self._flush_held_soon)
         else:
             self.held.last_seq = last
             self.held.bodies.append(body)
             self.held.size += len(body)
         if self.held.size > MAX_HELD_CHARS:
             await self._send_held()
-            return
-        # Each delta puts the flush back: at the tick's end, or sooner if none follows.
-        quiet = max(now + STREAM_QUIET_SECONDS, self.text_sent_at + STREAM_MIN_GAP_SECONDS)
-        if self.held_flush is not None:
-            self.held_flush.cancel()
-        self.held_flush = loop.call_at(min(self.held.due, quiet), self._flush_held_soon)
 
     def _flush_held_soon(self) -> None:
         task = asyncio.ensure_future(self._send_held())
