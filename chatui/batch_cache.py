@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from .lru import BoundedLRU
+from .lru import NewestKept
 from .models import Message, Role
 from .presenters import (
     BATCH_WINDOW,
@@ -289,23 +289,18 @@ def _counted(head: BatchHead, tools: list[Message]) -> BatchHead:
 # -- the kept batches -------------------------------------------------------------------
 
 
-class BatchCache(BoundedLRU[tuple, KeptBatch]):
+class BatchCache(NewestKept[tuple, KeptBatch]):
     """Per process, thread-safe, least recently used out: built-in agents ingest from
     their own threads, the API and the ingest channel from writer threads."""
 
-    def put(self, key: tuple, batch: KeptBatch) -> None:
-        """Keep `batch` unless a newer one is kept already (frames of one conversation
-        may be rendered out of order by several threads)."""
-        if sum(len(row.content or "") for row in batch.rows) > KEPT_TEXT:
-            self.discard(key)  # too big to keep: read each time (and no older one kept)
-            return
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None or found.seq <= batch.seq:
-                self._store(key, batch)
+    def newness(self, value: KeptBatch) -> tuple:
+        return (value.seq,)
+
+    def texts(self, value: KeptBatch) -> list[str]:
+        return [row.content or "" for row in value.rows]
 
 
-BATCHES = BatchCache(SIZE)
+BATCHES = BatchCache(SIZE, KEPT_TEXT)
 
 
 def key_of(conversation_id) -> tuple:

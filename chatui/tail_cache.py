@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from .batch_cache import key_of
-from .lru import BoundedLRU
+from .lru import NewestKept
 from .models import Message
 from .projection import ChangeSet
 from .selectors import Tail, latest_messages, read_by_pk
@@ -182,19 +182,14 @@ def discard(conversation_id) -> None:
     TAILS.discard(key_of(conversation_id))
 
 
-class TailCache(BoundedLRU[tuple, KeptTail]):
+class TailCache(NewestKept[tuple, KeptTail]):
     """Per process, thread-safe, least recently used out (as chatui.batch_cache)."""
 
-    def put(self, key: tuple, kept: KeptTail) -> None:
-        """Keep `kept` unless a newer one is kept already (frames of one conversation
-        may be rendered out of order by several threads)."""
-        if sum(len(message.content or "") for message in kept.messages) > KEPT_TEXT:
-            self.discard(key)  # too big to keep: read each time (and no older one kept)
-            return
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None or (found.rebuilds, found.seq) <= (kept.rebuilds, kept.seq):
-                self._store(key, kept)
+    def newness(self, value: KeptTail) -> tuple:
+        return (value.rebuilds, value.seq)
+
+    def texts(self, value: KeptTail) -> list[str]:
+        return [message.content or "" for message in value.messages]
 
 
-TAILS = TailCache(SIZE)
+TAILS = TailCache(SIZE, KEPT_TEXT)

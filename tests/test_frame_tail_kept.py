@@ -14,14 +14,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatui import batch_cache, frames, selectors, tail_cache
 from chatui.ingest import ingest, reproject
 from chatui.models import Conversation, Message
+from tests.support.frame_queries import frame_queries
 from tests.test_tool_frame_incremental import untimed
 
 pytestmark = pytest.mark.django_db
@@ -190,17 +189,6 @@ def test_p2_every_live_frame_from_the_kept_tail_equals_the_frame_read_afresh(use
 # -- what a frame reads -------------------------------------------------------------------
 
 
-def frame_queries(conversation: Conversation, events: list[dict]) -> tuple[list[str], str]:
-    """The SQL of the live frame of ingesting `events`, and the frame."""
-    result = ingest(conversation, events)
-    assert result.accepted
-    conversation.refresh_from_db()
-    first = result.last_seq - result.accepted + 1
-    with CaptureQueriesContext(connection) as captured:
-        html = frames.change_frame(conversation, first, result.last_seq, result.changes).html
-    return [query["sql"] for query in captured.captured_queries], html
-
-
 def running_conversation(user, tools: int = 10) -> Conversation:
     """A run with tools past a frame's tail (selectors.FRAME_TAIL), every frame rendered."""
     conversation = Conversation.objects.create(owner=user, title="kept")
@@ -350,7 +338,7 @@ def test_p2_a_replayed_frame_neither_uses_nor_keeps_the_tail(user):
 
 
 def test_p2_a_tail_holding_more_text_than_kept_text_is_not_kept(user, monkeypatch):
-    monkeypatch.setattr(tail_cache, "KEPT_TEXT", 1000)
+    monkeypatch.setattr(tail_cache.TAILS, "max_text", 1000)
     conversation = running_conversation(user, tools=1)
     frame_queries(conversation, [tool_started("big")])
     assert kept(conversation) is not None

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatui import batch_cache, frames, presenters, selectors
 from chatui.ingest import ingest, reproject
 from chatui.models import Conversation
+from tests.support.frame_queries import frame_queries
 from tests.test_tool_frame_cost import done, status, timed, tool
 
 RUN = "r"
@@ -213,27 +213,14 @@ def batch_with_frames(user, calls: int, earlier: int = 0, running: int = -1) -> 
     return conversation
 
 
-def queries_of_next_step(conversation: Conversation, events: list[dict]) -> tuple[list[str], str]:
-    """The SQL of the frame of ingesting `events`, and the frame."""
-    from django.db import connection
-
-    result = ingest(conversation, events)
-    assert result.accepted
-    conversation.refresh_from_db()
-    first = result.last_seq - result.accepted + 1
-    with CaptureQueriesContext(connection) as captured:
-        html = frames.change_frame(conversation, first, result.last_seq, result.changes).html
-    return [query["sql"] for query in captured.captured_queries], html
-
-
 def test_p1_tool_frame_reads_no_more_on_a_100_entry_batch_than_on_a_3_entry_one(user):
     """Both conversations longer than a frame's first read (selectors.FRAME_TAIL), so
     that both look for the run's thinking lines by query."""
     small = batch_with_frames(user, 3, earlier=2 * selectors.FRAME_TAIL)
     large = batch_with_frames(user, 100)
     for events in ([tool("new", args={"path": "x"})], [done("new", result="done")]):
-        few, small_html = queries_of_next_step(small, timed(events))
-        many, large_html = queries_of_next_step(large, timed(events))
+        few, small_html = frame_queries(small, timed(events))
+        many, large_html = frame_queries(large, timed(events))
         assert len(many) <= len(few) <= 2
         assert 'data-batch-count="4"' in small_html and 'data-batch-count="101"' in large_html
         assert large_html.count('class="tool-entry"') == 1
@@ -243,7 +230,7 @@ def test_p1_tool_frame_reads_no_batch_rows_when_contiguous(user):
     """The frame's one read of the latest messages is all: no walk back through the
     batch (selectors._older), though the batch is far longer than that read."""
     conversation = batch_with_frames(user, 40, running=3)
-    sql, html = queries_of_next_step(conversation, timed([done("c3", result="late")]))
+    sql, html = frame_queries(conversation, timed([done("c3", result="late")]))
     # The early entry by pk (its row is not among the latest messages, which the frame
     # before kept: chatui.tail_cache), and nothing else.
     assert len(sql) == 1 and '"id" IN' in sql[0]
@@ -350,7 +337,7 @@ def test_p1_a_frame_changing_no_message_keeps_the_batch_following(user):
     assert result.accepted and not result.changes.changed
     frames.change_frame(conversation, first, result.last_seq, result.changes)
     assert kept_seq(conversation) == result.last_seq
-    sql, html = queries_of_next_step(conversation, timed([tool("next")]))
+    sql, html = frame_queries(conversation, timed([tool("next")]))
     assert len(sql) <= 2 and 'data-batch-count="21"' in html
     # No walk back through the batch: the only read before a position is the run's
     # thinking lines' (the new call replaces the latest, SPEC §10).
@@ -381,7 +368,7 @@ def test_p1_a_tool_frame_presents_only_the_entries_that_changed(user, calls, mon
     steps = [([tool("new", args={"path": "x"})], "true"), ([done("new", result="done")], "false")]
     for events, running in steps:
         presented.clear()
-        _sql, html = queries_of_next_step(conversation, timed(events))
+        _sql, html = frame_queries(conversation, timed(events))
         assert len(presented) == 1 and not whole
         assert f'data-batch-count="{calls + 1}"' in html
         assert f'data-batch-open="{running}"' in html  # §10: open while one runs
@@ -390,7 +377,7 @@ def test_p1_a_tool_frame_presents_only_the_entries_that_changed(user, calls, mon
 def test_p1_a_batch_holding_more_text_than_kept_text_is_read_not_kept(conversation, monkeypatch):
     """Huge results cost no memory in the cache: such a batch is read for each frame,
     as before, and its frames are the same."""
-    monkeypatch.setattr(batch_cache, "KEPT_TEXT", 1000)
+    monkeypatch.setattr(batch_cache.BATCHES, "max_text", 1000)
     ingest(conversation, [{"type": "user.message", "run_id": RUN, "content": "go"}])
     for call in ("a", "b"):
         live, fresh = step(conversation, [tool(call)])
