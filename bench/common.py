@@ -125,6 +125,7 @@ class Bench:
     keep: bool = False
     stamps: bool = False
     experiment: str = ""  # bench.instrumented_asgi experiments (implies stamps)
+    launcher: tuple[str, ...] = ()  # LiveServer.launcher: daphne under valgrind
     server: LiveServer = field(init=False)
     tmp: Path = field(init=False)
 
@@ -164,6 +165,8 @@ class Bench:
             self.server = InstrumentedServer(self.tmp / "data", extra_env=env)
         else:
             self.server = LiveServer(self.tmp / "data", extra_env=env)
+        if self.launcher:
+            self.server.launcher, self.server.start_timeout = self.launcher, 600
         self.server.prepare()
         self.server.start()
         return self
@@ -194,8 +197,7 @@ class Bench:
         return httpx.Client(
             base_url=self.url + "/api/v1",
             headers={"Authorization": f"Bearer {self.server.token}"},
-            timeout=30,
-            **kwargs,
+            **{"timeout": 30, **kwargs},
         )
 
     def new_conversation(self, title: str = "bench") -> str:

@@ -99,6 +99,10 @@ class LiveServer:
     process: subprocess.Popen | None = None
     #: The ASGI application daphne serves (the benchmarks serve an instrumented one).
     application = "config.asgi:application"
+    #: A command daphne runs under (bench/instructions.py: valgrind), and how long it
+    #: may then take to start.
+    launcher: tuple[str, ...] = ()
+    start_timeout: float = 30
 
     @property
     def url(self) -> str:
@@ -148,6 +152,7 @@ class LiveServer:
         log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
         self.process = subprocess.Popen(
             [
+                *self.launcher,
                 sys.executable,
                 "-m",
                 "daphne",
@@ -164,12 +169,12 @@ class LiveServer:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daphne exited: {self.log_tail()}")
             try:
-                httpx.get(self.url + "/accounts/login/", timeout=1)
+                httpx.get(self.url + "/accounts/login/", timeout=self.start_timeout / 30)
                 return
             except httpx.HTTPError:
                 time.sleep(0.1)
