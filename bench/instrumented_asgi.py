@@ -123,3 +123,28 @@ if "socket-stamps" in _experiments:
 
     TranscriptConsumer.transcript_frame = _stamped_transcript_frame
     TranscriptConsumer._send_frame = _stamped_send_frame
+
+if "writer-profile" in _experiments:
+    # A measurement, not a change: cProfile of every events POST's work on the writer
+    # thread (view, ingest, projection, on-commit frame), written every 200 requests to
+    # `<CHATUI_BENCH_STAMPS>.writer.prof` (pstats). Profiling slows it about twice over,
+    # so read it for shares, not times.
+    import cProfile
+
+    from chatui import ingest_route
+
+    _profile = cProfile.Profile(time.thread_time)  # CPU: not the waits for the GIL
+    _respond_on_the_wire = ingest_route._respond_on_the_wire
+    _profiled = [0]
+
+    def _profiled_respond(*args, **kwargs):
+        _profile.enable()
+        try:
+            return _respond_on_the_wire(*args, **kwargs)
+        finally:
+            _profile.disable()
+            _profiled[0] += 1
+            if _profiled[0] % 200 == 0:
+                _profile.dump_stats(os.environ["CHATUI_BENCH_STAMPS"] + ".writer.prof")
+
+    ingest_route._respond_on_the_wire = _profiled_respond

@@ -270,6 +270,12 @@ def main() -> None:
     parser.add_argument("--py-spy", metavar="PREFIX", help="profile daphne: PREFIX-<mode>.txt")
     parser.add_argument("--gil", action="store_true", help="py-spy: the GIL holder only (CPU)")
     parser.add_argument(
+        "--experiment",
+        default="",
+        help="bench.instrumented_asgi experiments (writer-profile: cProfile of the writer's "
+        "work per events POST; the temporary folder is kept for its .prof)",
+    )
+    parser.add_argument(
         "--cluster",
         action="store_true",
         help="PostgreSQL + Redis, single-event requests, one then two web processes",
@@ -281,7 +287,7 @@ def main() -> None:
 
     print("P2 ingest throughput ·", machine_line())
     results = []
-    with Bench() as bench:
+    with Bench(experiment=args.experiment, keep=bool(args.experiment)) as bench:
         cookie = bench.session_cookie()
         for mode in args.modes.split(","):
             profile = f"{args.py_spy}-{mode}.txt" if args.py_spy else None
