@@ -78,8 +78,7 @@ def read_json(request: HttpRequest) -> Any:
     _require_json_content_type(request)
     limit = settings.CHATUI_MAX_REQUEST_BYTES
     try:
-        # META, not `request.headers`: that builds a mapping of every header, per request.
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        declared = int(_declared_length(request) or 0)
     except ValueError:
         declared = 0
     if declared > limit:
@@ -97,6 +96,14 @@ def read_json(request: HttpRequest) -> Any:
     if not text.strip():
         raise EventError("request body is empty; expected JSON")
     return decode_json(text, "request body", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
+
+
+def _declared_length(request: HttpRequest) -> str | None:
+    """The Content-Length header. The routed request has it at hand (`declared_length`,
+    chatui.ingest_route.RoutedRequest, which makes no META unless asked); others in
+    META — not `request.headers`, which builds a mapping of every header, per request."""
+    declared = getattr(request, "declared_length", False)
+    return request.META.get("CONTENT_LENGTH") if declared is False else declared
 
 
 def _require_json_content_type(request: HttpRequest) -> None:

@@ -19,21 +19,26 @@ takes the request from daphne as daphne is about to create the application for i
 from __future__ import annotations
 
 import asyncio
+import codecs
+import contextlib
 import functools
 import io
 from collections.abc import Awaitable, Callable
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.core.handlers.exception import response_for_exception
+from django.core.signals import setting_changed
 from django.db import connection
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, ResolverMatch, resolve
+from django.utils.http import parse_header_parameters
 from django.utils.log import log_response
 
 from .edge import SCOPE_CHECKED
@@ -89,8 +94,54 @@ class IngestRoute:
 def _respond(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
     """On a writer thread: the view's answer with the middleware's headers. The request
     is made here too, off the event loop (none of it is needed before the view runs)."""
-    request = ASGIRequest(scope, io.BytesIO(body))
+    request = _request_for(scope, body)
     return finish(request, _run_view(match.func, request, match.kwargs))
+
+
+def _request_for(scope: dict, body: bytes) -> ASGIRequest:
+    if settings.FORCE_SCRIPT_NAME or scope.get("root_path"):
+        return ASGIRequest(scope, io.BytesIO(body))  # a script prefix: Django's own rules
+    return RoutedRequest(scope, body)
+
+
+class RoutedRequest(ASGIRequest):
+    """Django's ASGI request, with what the view reads made at once — method, path,
+    content type, the body, the scope (the edge's token) and the declared length
+    (`declared_length`, for `api.read_json`) — and `META` (every header decoded, a
+    third of the request's making) only when something asks for it: an error's log, a
+    500 page. Only without a script prefix (`_request_for`), so that path and
+    `path_info` are the scope's path, as there."""
+
+    def __init__(self, scope: dict, body: bytes) -> None:  # not ASGIRequest's: no META
+        self.scope = scope
+        self._post_parse_error = False
+        self._read_started = False
+        self.resolver_match = None
+        self.path = self.path_info = scope["path"]
+        self.script_name = ""
+        self.method = scope["method"].upper()
+        self._body = body  # what `body` returns (Django reads the stream into it)
+        self._stream = io.BytesIO(body)
+        self.declared_length = _header(scope, b"content-length")
+        # `_set_content_type_params`, but setting the encoding beneath its property, whose
+        # setter would make GET (and with it META) only to drop it again.
+        content_type = _header(scope, b"content-type") or ""
+        self.content_type, self.content_params = parse_header_parameters(content_type)
+        charset = self.content_params.get("charset")
+        if charset is not None:
+            with contextlib.suppress(LookupError):
+                codecs.lookup(charset)
+                self._encoding = charset
+
+    @cached_property
+    def META(self) -> dict[str, Any]:
+        return ASGIRequest(self.scope, self._stream).META
+
+
+def _header(scope: dict, name: bytes) -> str | None:
+    """A header as ASGIRequest puts it in META: repeated ones joined by commas."""
+    values = [value.decode("latin1") for key, value in scope["headers"] if key == name]
+    return ",".join(values) if values else None
 
 
 # -- under daphne: the same route, without the ASGI plumbing around it -------------------
@@ -219,12 +270,75 @@ def _respond_on_the_wire(
     `ASGIHandler.send_response` would make of it, for daphne's `handle_reply`; the
     event loop then only hands them over (no header conversion, no coroutine per
     message). A streaming response is returned as it is, for `send_response`."""
-    response = _respond(scope, body, match)
-    if response.streaming:
-        return response
-    start = {"type": "http.response.start", "status": response.status_code}
-    start["headers"] = _wire_headers(response)
+    request = _request_for(scope, body)
+    return on_the_wire(request, _run_view(match.func, request, match.kwargs))
+
+
+def on_the_wire(
+    request: HttpRequest, response: HttpResponseBase
+) -> tuple[dict, dict] | HttpResponseBase:
+    """`finish(request, response)` as `send_response`'s two messages (a streaming one
+    finished, as it is). A plain answer's headers come from `_finished_wire_headers`:
+    the same as the long way, without running the middleware each time."""
+    if response.streaming or response.cookies:  # not a plain JSON answer: the long way
+        response = finish(request, response)
+        return response if response.streaming else _wire_answer(response, _wire_headers(response))
+    headers = _finished_wire_headers(request, response)
+    if headers is None:
+        return _wire_answer(response, _wire_headers(finish(request, response)))
+    content = response.content
+    headers = [*headers, (b"Content-Length", str(len(content)).encode("latin1"))]  # as `finish`
+    start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
+    return start, {"type": "http.response.body", "body": content}
+
+
+def _wire_answer(response: HttpResponse, headers: list[tuple[bytes, bytes]]) -> tuple[dict, dict]:
+    start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
     return start, {"type": "http.response.body", "body": response.content}
+
+
+#: What the header middleware read of an answer and its request, with the answer's wire
+#: headers once they (and `finish`) had done their part: see `_finished_wire_headers`.
+_finished: dict[tuple, list[tuple[bytes, bytes]]] = {}
+_FINISHED_KEPT = 256  # a bound, not a size: an API answers with a handful of header sets
+
+
+def _finished_wire_headers(request: HttpRequest, response: HttpResponse) -> list | None:
+    """`_wire_headers(finish(request, response))` without its Content-Length, worked out
+    once per kind of answer instead of per answer: the three middleware and `finish`
+    add the same headers to the same headers (a JSON answer's Content-Type, maybe Allow
+    or WWW-Authenticate), whatever the body or status. What they read besides is in the
+    key: the exemption from X-Frame-Options, and whether the request is secure when
+    HSTS is on. Settings they read are forgotten when one changes (`_settings_changed`).
+    None (work it out the long way) for an answer that already has a Content-Length."""
+    if "Content-Length" in response:
+        return None
+    security = _header_middleware()[0]
+    key = (
+        tuple(response.items()),
+        getattr(response, "xframe_options_exempt", False),
+        bool(security.sts_seconds) and request.is_secure(),
+    )
+    headers = _finished.get(key)
+    if headers is None:
+        copy = HttpResponse()
+        del copy["Content-Type"]  # the answer's headers, in the answer's order
+        for name, value in response.items():
+            copy[name] = value
+        if key[1]:
+            copy.xframe_options_exempt = True
+        headers = _wire_headers(finish(request, copy))[:-1]  # its Content-Length: "0"
+        if len(_finished) >= _FINISHED_KEPT:
+            _finished.clear()
+        _finished[key] = headers
+    return headers
+
+
+@receiver(setting_changed, dispatch_uid="chatui.ingest_route.settings")
+def _settings_changed(**kwargs: Any) -> None:
+    """The middleware read settings (X_FRAME_OPTIONS, SECURE_*): made and asked again."""
+    _header_middleware.cache_clear()
+    _finished.clear()
 
 
 def _wire_headers(response: HttpResponse) -> list[tuple[bytes, bytes]]:
