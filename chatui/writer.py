@@ -13,17 +13,20 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import logging
 import os
+import queue
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import SyncToAsync
 from django.db import connection
 
 from .events import EventError
+
+logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,9 +42,70 @@ def writer_count() -> int:
     return SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
 
 
+class WriterThreads:
+    """Long-lived threads taking calls from one queue, first in, first out: what a
+    `ThreadPoolExecutor` does for `hand_to_writer`, without what it adds per call and
+    nobody here uses — a `Future` (a `Condition` made, then taken on both threads),
+    a work item, and its idle-thread accounting (a Python `Semaphore`, taken on the
+    loop and released on the writer): a few µs of the event loop's time per request.
+    The calls (`_called_from`) report their own outcome and never raise. As the
+    executor's, the threads are started as needed, and finish what is queued before
+    the interpreter exits."""
+
+    def __init__(self, count: int, name: str = "chatui-writer") -> None:
+        self.count = count
+        self.name = name
+        self._calls: queue.SimpleQueue[tuple[Callable[..., object], tuple] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._shut = False
+
+    def submit(self, func: Callable[..., object], *args: object) -> None:
+        if self._shut:
+            raise RuntimeError("cannot schedule new calls after shutdown")
+        if len(self._threads) < self.count:
+            self._start_threads()
+        self._calls.put((func, args))
+
+    def _start_threads(self) -> None:
+        with self._lock:
+            if self._threads or self._shut:
+                return
+            # Joined before the interpreter exits, as concurrent.futures' own workers are
+            # (the same hook: an `atexit` handler would run after the join, too late).
+            threading._register_atexit(self.shutdown)
+            for number in range(self.count):
+                thread = threading.Thread(target=self._work, name=f"{self.name}_{number}")
+                thread.start()
+                self._threads.append(thread)
+
+    def _work(self) -> None:
+        while (item := self._calls.get()) is not None:
+            func, args = item
+            try:
+                func(*args)
+            except BaseException:  # a thread lost would leave every later call waiting
+                logger.exception("a writer call failed outside its own handling")
+
+    def shutdown(self) -> None:
+        """Run what is queued, then stop the threads; later calls are refused."""
+        with self._lock:
+            if self._shut:
+                return
+            self._shut = True
+            threads = list(self._threads)
+        for _ in threads:
+            self._calls.put(None)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join()
+
+
 @functools.cache
-def writers() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=writer_count(), thread_name_prefix="chatui-writer")
+def writers() -> WriterThreads:
+    return WriterThreads(writer_count())
 
 
 # The event loop that handed this writer thread its current call.

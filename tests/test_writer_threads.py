@@ -1,0 +1,46 @@
+"""chatui.writer.WriterThreads: the writer threads' own queue, in place of a
+ThreadPoolExecutor (SPEC §8 P2: less of the event loop's time per write)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from chatui.writer import WriterThreads
+
+
+def test_p2_calls_run_on_the_named_threads_in_the_order_they_were_handed_over():
+    threads = WriterThreads(1, name="test-writer")
+    ran: list[tuple[int, str]] = []
+    done = threading.Event()
+    for number in range(50):
+        threads.submit(lambda n: ran.append((n, threading.current_thread().name)), number)
+    threads.submit(done.set)
+    assert done.wait(5)
+    threads.shutdown()
+    assert ran == [(number, "test-writer_0") for number in range(50)]
+
+
+def test_p2_shutdown_runs_what_is_queued_then_refuses_more():
+    threads = WriterThreads(2, name="test-writer")
+    release, ran = threading.Event(), []
+    threads.submit(release.wait, 5)
+    threads.submit(release.wait, 5)
+    threads.submit(ran.append, "queued")
+    release.set()
+    threads.shutdown()
+    assert ran == ["queued"]
+    with pytest.raises(RuntimeError):
+        threads.submit(ran.append, "late")
+    assert ran == ["queued"]
+
+
+def test_p2_a_call_that_raises_does_not_cost_the_writer_its_thread(caplog):
+    threads = WriterThreads(1, name="test-writer")
+    done = threading.Event()
+    threads.submit(lambda: 1 / 0)
+    threads.submit(done.set)
+    assert done.wait(5)
+    threads.shutdown()
+    assert "a writer call failed" in caplog.text
