@@ -137,6 +137,26 @@ class RoutedRequest(ASGIRequest):
     def META(self) -> dict[str, Any]:
         return ASGIRequest(self.scope, self._stream).META
 
+    @property
+    def scheme(self) -> str:
+        """Django's, with the proxy's header (SECURE_PROXY_SSL_HEADER) read from the scope
+        as META would hold it: behind an HTTPS proxy HSTS asks `is_secure` of every
+        answer (`_finished_wire_headers`), which would otherwise make META each time."""
+        proxy = settings.SECURE_PROXY_SSL_HEADER
+        if not proxy or "META" in self.__dict__ or not _is_header_key(proxy):
+            return super().scheme  # and its complaint about a malformed setting
+        key, secure_value = proxy
+        wire_name = key.removeprefix("HTTP_").replace("_", "-").lower().encode("latin1")
+        value = _header(self.scope, wire_name)
+        if value is None:
+            return self._get_scheme()
+        return "https" if value.split(",", 1)[0].strip() == secure_value else "http"
+
+
+def _is_header_key(proxy: Any) -> bool:
+    """A (META key of a header, value) pair: ASGIRequest makes such keys of headers."""
+    return isinstance(proxy, tuple | list) and len(proxy) == 2 and proxy[0].startswith("HTTP_")
+
 
 def _header(scope: dict, name: bytes) -> str | None:
     """A header as ASGIRequest puts it in META: repeated ones joined by commas."""

@@ -133,3 +133,19 @@ def test_p2_routed_request_under_a_script_prefix_is_djangos_own():
     request = _request_for(scope(root_path="/chat"), b"{}")
     assert not isinstance(request, RoutedRequest)
     assert request.path_info == ASGIRequest(scope(root_path="/chat"), io.BytesIO()).path_info
+
+
+@pytest.mark.parametrize(
+    "forwarded",
+    [[], [b"https"], [b"http"], [b" https , http"], [b"http", b"https"], [b"HTTPS"]],
+)
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_p2_routed_request_behind_a_proxy_is_secure_as_djangos_without_making_meta(
+    forwarded, scheme
+):
+    headers = [(b"x-forwarded-proto", value) for value in forwarded]
+    with override_settings(SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https")):
+        routed = RoutedRequest(scope(*headers, scheme=scheme), b"{}")
+        django = ASGIRequest(scope(*headers, scheme=scheme), io.BytesIO(b"{}"))
+        assert (routed.scheme, routed.is_secure()) == (django.scheme, django.is_secure())
+        assert "META" not in routed.__dict__
