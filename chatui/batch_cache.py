@@ -201,10 +201,13 @@ def advance(
     return _windowed(batch, last_seq, spliced, index, roots, changes)
 
 
-def follow(conversation_id, first_seq: int, last_seq: int, changes: ChangeSet) -> None:
+def follow(
+    conversation_id, first_seq: int, last_seq: int, changes: ChangeSet, key: tuple | None = None
+) -> None:
     """A frame that changed no message of the kept batch (the conversation's status,
-    text streamed into a message before it): the batch is as new as `last_seq`."""
-    key = key_of(conversation_id)
+    text streamed into a message before it): the batch is as new as `last_seq`.
+    `key`: the conversation's `key_of`, when the frame has it already."""
+    key = key or key_of(conversation_id)
     batch = BATCHES.get(key)
     if batch is None or not leads_on(batch, first_seq, changes) or changes.removed:
         return

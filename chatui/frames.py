@@ -13,11 +13,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.signals import setting_changed
-from django.template.loader import render_to_string
+from django.template import Context
+from django.template.loader import get_template
 from django.utils import timezone, translation
+from django.utils.autoreload import file_changed
 from django.utils.html import escape
+from template_partials.templatetags.partials import TemplateProxy
 
 from . import batch_cache, pages, presenters, selectors, tail_cache
 from .lru import BoundedLRU
@@ -55,7 +59,7 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
 
     `conversation.last_seq` was read before the messages are, so the HTML is at
     least as new as the seq it claims."""
-    html = render_to_string(TEMPLATE + "#transcript-oob", pages.transcript_context(conversation))
+    html = render_partial(TEMPLATE + "#transcript-oob", pages.transcript_context(conversation))
     html += render_run_state(conversation, oob=True)
     return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
 
@@ -85,10 +89,12 @@ def change_frame(
     parts += [_delete(f"m-{pk}") for pk in changes.removed]
     appended = {pk: pieces for pk, pieces in changes.appended.items() if pk not in changes.created}
     others = [pk for pk in changes.changed if pk not in appended]
-    span = _Span(first_seq, last_seq, changes) if live else None
+    # The kept batch's and tail's key, found once (it reads the connection's settings).
+    key = batch_cache.key_of(conversation.pk) if live else None
+    span = _Span(first_seq, last_seq, changes, key) if live else None
     if live and not others:
-        batch_cache.follow(conversation.pk, first_seq, last_seq, changes)
-        tail_cache.follow(conversation.pk, first_seq, last_seq, changes)
+        batch_cache.follow(conversation.pk, first_seq, last_seq, changes, key)
+        tail_cache.follow(conversation.pk, first_seq, last_seq, changes, key)
     parts += _changed_parts(conversation.pk, others, changes.created, span)
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
@@ -112,6 +118,7 @@ class _Span:
     first_seq: int
     last_seq: int
     changes: ChangeSet
+    key: tuple | None = None  # batch_cache.key_of the conversation
 
 
 def _changed_parts(
@@ -126,7 +133,8 @@ def _changed_parts(
     # run's thinking lines are usually among them (SPEC §8 P1, P2). Kept from the frame
     # before when this one leads on from it: then only the changed rows are read.
     seqs = (span.first_seq, span.last_seq, span.changes) if span is not None else None
-    found = tail_cache.frame_tail(conversation_id, _tail_size(len(changed_pks)), seqs)
+    key = span.key if span is not None else None
+    found = tail_cache.frame_tail(conversation_id, _tail_size(len(changed_pks)), seqs, key)
     tail = found.tail
     messages = selectors.messages_by_pk(changed_pks, tail, found.read)
     shown = _Batches(conversation_id, span, messages, tail)
@@ -176,7 +184,7 @@ class _Batches:
     def __init__(self, conversation_id, span: _Span | None, messages, tail: selectors.Tail):
         self.tail = tail
         self.span = span
-        self.key = batch_cache.key_of(conversation_id) if span is not None else None
+        self.key = (span.key or batch_cache.key_of(conversation_id)) if span is not None else None
         self.kept: batch_cache.KeptBatch | None = None
         self.view: presenters.ToolBatchView | None = None
         self.keeping: batch_cache.KeptBatch | None = None  # what to keep after the frame
@@ -245,7 +253,7 @@ def _batch_parts(
     the reader's focus, selection and open <details> elsewhere in it stay untouched."""
     if _all_created(batch.entries, created):
         return [_render_item(batch, append=True)]
-    parts = [render_to_string(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
+    parts = [render_partial(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
     for entry in batch.entries:
         parts += _entry_parts(entry, touched, created, batch.entries_id)
     return parts
@@ -269,7 +277,7 @@ def _entry_parts(
 
 
 def _render_entry(entry: presenters.ToolEntryView) -> str:
-    return render_to_string(TEMPLATE + "#tool-entry", {"entry": entry})
+    return render_partial(TEMPLATE + "#tool-entry", {"entry": entry})
 
 
 def _append(container: str, html: str) -> str:
@@ -366,20 +374,48 @@ _MESSAGE_HTML: BoundedLRU[tuple, str] = BoundedLRU(256)
 KEPT_HTML_CHARS = 32 * 1024
 
 
+#: Template name → (the compiled template or partial, its engine's autoescape): what
+#: `render_to_string` looks up through the loaders on every call, found once.
+_TEMPLATES: dict[str, tuple[Any, bool]] = {}
+
+
+def render_partial(name: str, context: dict[str, Any]) -> str:
+    """`render_to_string(name, context)`, the same HTML, without finding the template
+    anew (the engines, the partials and cached loaders, the backend's wrapper): a live
+    frame renders two or three partials per event (SPEC §8 P2)."""
+    found = _TEMPLATES.get(name)
+    if found is None:
+        template = get_template(name)
+        found = _TEMPLATES[name] = (template.template, template.backend.engine.autoescape)
+    compiled, autoescape = found
+    bound = Context(context, autoescape=autoescape)
+    if isinstance(compiled, TemplateProxy):
+        # What TemplateProxy.render does for a fresh context, without its two context
+        # managers (a fresh context's render state needs no isolating).
+        bound.template = bound.render_context.template = compiled
+        bound.template_name = compiled.name
+        return compiled.nodelist.render(bound)
+    return compiled.render(bound)
+
+
 def _forget_html(**_kwargs) -> None:
-    _MESSAGE_HTML.clear()  # a setting a render reads may have changed (tests)
+    # A setting a render reads may have changed (tests), or a template file (runserver's
+    # autoreload resets the template loaders then, without restarting the process).
+    _MESSAGE_HTML.clear()
+    _TEMPLATES.clear()
 
 
 setting_changed.connect(_forget_html)
+file_changed.connect(_forget_html)
 
 
 def _item_html(item: presenters.Item) -> str:
     if not isinstance(item, presenters.MessageView):
-        return render_to_string(TEMPLATE + "#item", {"item": item})
+        return render_partial(TEMPLATE + "#item", {"item": item})
     key = (item, timezone.get_current_timezone_name(), translation.get_language())
     html = _MESSAGE_HTML.get(key)
     if html is None:
-        html = render_to_string(TEMPLATE + "#item", {"item": item})
+        html = render_partial(TEMPLATE + "#item", {"item": item})
         if len(html) <= KEPT_HTML_CHARS:
             _MESSAGE_HTML.put(key, html)
     return html
@@ -413,7 +449,7 @@ def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
         "oob": oob,
         "accepts_input": pages.composer_open(conversation),
     }
-    return render_to_string("chatui/_run_state.html", context)
+    return render_partial("chatui/_run_state.html", context)
 
 
 def replay_frame(conversation_id, after: int) -> Frame | None:

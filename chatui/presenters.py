@@ -33,7 +33,9 @@ would scatter one rule's data from its logic.
 from __future__ import annotations
 
 import json
+import json.encoder
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -360,6 +362,46 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def pretty_json(value: Any) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False, default=str)`, the same text.
+
+    With an indent, json encodes in Python and builds its encoding functions anew on
+    every call, which cost more than encoding an entry's args and result (G8, G16: each
+    tool event's frame prints them twice, SPEC §8 P2). They are built once per thread
+    here (they keep the containers being encoded, to find circular references)."""
+    if isinstance(value, str):
+        return json.encoder.encode_basestring(value)  # as JSONEncoder.encode does
+    encoder = getattr(_PRETTY, "encoder", None)
+    if encoder is None:
+        encoder = _PRETTY.encoder = _pretty_encoder()
+    markers, iterencode = encoder
+    markers.clear()  # a value that raised may have left its containers in
+    return "".join(iterencode(value, 0))
+
+
+_PRETTY = threading.local()
+
+
+def _pretty_encoder() -> tuple[dict, Any]:
+    """What `JSONEncoder(indent=2, ensure_ascii=False, default=str).iterencode` builds."""
+    markers: dict = {}
+    iterencode = json.encoder._make_iterencode(  # type: ignore[attr-defined]
+        markers, str, json.encoder.encode_basestring, 2, _float_text, ": ", ",", False, False, True
+    )
+    return markers, iterencode
+
+
+def _float_text(value: float) -> str:
+    """JSONEncoder's float text with allow_nan (its default)."""
+    if value != value:
+        return "NaN"
+    if value == json.encoder.INFINITY:
+        return "Infinity"
+    if value == -json.encoder.INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
 def duration_text(value: Any) -> str | None:
     """G7 for a stored `duration_ms`: None when none was sent, MALFORMED when it is
     not a duration ingest accepts. The one place a stored duration is formatted."""
@@ -635,7 +677,7 @@ def _details_json(meta: dict[str, Any]) -> str | None:
         payload["details"] = meta["details"]
     if not payload:
         return None
-    return neutralise(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+    return neutralise(pretty_json(payload))
 
 
 def _retry_line(meta: dict[str, Any], title: str) -> str | None:
@@ -802,7 +844,7 @@ def _present_entry(
 def _args_text(meta: dict[str, Any]) -> str | None:
     """G16: Copy args copies the full args as JSON (or the runtime's summary of them)."""
     if meta.get("args") not in (None, {}, [], ""):
-        return neutralise(json.dumps(meta["args"], indent=2, ensure_ascii=False, default=str))
+        return neutralise(pretty_json(meta["args"]))
     summary = meta.get("args_summary")
     return neutralise(summary) if isinstance(summary, str) and summary.strip() else None
 

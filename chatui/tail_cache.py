@@ -86,15 +86,18 @@ class FrameTail:
     read: dict[int, Message]
 
 
-def frame_tail(conversation_id, limit: int, span: tuple[int, int, ChangeSet] | None) -> FrameTail:
+def frame_tail(
+    conversation_id, limit: int, span: tuple[int, int, ChangeSet] | None, key: tuple | None = None
+) -> FrameTail:
     """The tail of a frame for `span` (first seq, last seq, changes; None for a replay's
-    frame): from the kept one when it leads on to the span, else read; kept after."""
+    frame): from the kept one when it leads on to the span, else read; kept after.
+    `key`: the conversation's `key_of`, when the frame has it already."""
     if span is None:
         return FrameTail(latest_messages(conversation_id, limit), {})
     first, last, changes = span
     if changes.rebuilds is None or changes.full_refresh:
         return FrameTail(latest_messages(conversation_id, limit), {})
-    key = key_of(conversation_id)
+    key = key or key_of(conversation_id)
     kept = TAILS.get(key)
     if kept is not None and _leads_on(kept, first, changes):
         found = advance(kept, last, changes, limit)
@@ -161,13 +164,15 @@ def _spliced(kept: KeptTail, read: Iterable[Message], created: set[int]) -> list
     return rows
 
 
-def follow(conversation_id, first: int, last: int, changes: ChangeSet) -> None:
+def follow(
+    conversation_id, first: int, last: int, changes: ChangeSet, key: tuple | None = None
+) -> None:
     """A frame that read no tail (it changed no message but by streamed text, or only
     the conversation): the kept tail is as new as `last`, but for the text of the
     messages streamed into, marked stale (read again by the next frame that reads)."""
     if changes.rebuilds is None:
         return
-    key = key_of(conversation_id)
+    key = key or key_of(conversation_id)
     kept = TAILS.get(key)
     if kept is None or not _leads_on(kept, first, changes) or changes.created:
         return
