@@ -42,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, models
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models.query import (
     FlatValuesListIterable,
     ModelIterable,
@@ -88,11 +89,72 @@ def _sample(field: models.Field, connection) -> Any:
     raise TypeError(f"no sample value for a {type(field).__name__}")
 
 
+Convert = Callable[[Any, Any], Any]  # (value, connection) -> the value for the database
+
+
+def _converter(field: models.Field, connection) -> Convert:
+    """`field.get_db_prep_save(value, connection)`, with the values the ORM would pass
+    on unchanged passed on without its layers (Promise checks, `to_python`, the
+    backend's hooks): a str for a text column, a bool for a boolean, an int where the
+    backend adapts none, a UUID as the backend stores it, an aware datetime straight
+    to the backend's adapter. Anything else takes the field's own way. Only Django's
+    own field classes: a subclass may convert differently."""
+    save = field.get_db_prep_save
+    kind = type(field)
+    if isinstance(field, models.ForeignKey):
+        # What the key's target field does, but None and "" have rules of their own.
+        target = _converter(field.target_field, connection)
+        return lambda value, db: (
+            save(value, db) if value is None or value == "" else target(value, db)
+        )
+    passed = _PASSED_ON.get(kind)
+    if passed is int and not _passes_integers(kind, connection):
+        passed = None
+    if passed is not None:
+        return lambda value, db: value if type(value) is passed else save(value, db)
+    if kind is models.UUIDField:
+        if connection.features.has_native_uuid_field:
+            return lambda value, db: value if type(value) is uuid.UUID else save(value, db)
+        return lambda value, db: value.hex if type(value) is uuid.UUID else save(value, db)
+    if kind is models.DateTimeField:
+        # An aware datetime is one `get_prep_value` leaves as it is, whatever USE_TZ.
+
+        def datetime_value(value: Any, db) -> Any:
+            if type(value) is datetime and value.utcoffset() is not None:
+                return db.ops.adapt_datetimefield_value(value)
+            return save(value, db)
+
+        return datetime_value
+    return save
+
+
+_PASSED_ON: dict[type[models.Field], type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.BooleanField: bool,
+    models.IntegerField: int,
+    models.BigIntegerField: int,
+    models.PositiveIntegerField: int,
+    models.PositiveBigIntegerField: int,
+    models.AutoField: int,
+    models.BigAutoField: int,
+}
+
+
+def _passes_integers(kind: type[models.Field], connection) -> bool:
+    """Whether the backend passes a column's integers on as they are (SQLite; not
+    psycopg 3's PostgreSQL, which wraps them in typed integers)."""
+    ops = type(connection.ops)
+    if issubclass(kind, models.AutoField | models.BigAutoField):
+        return ops.validate_autopk_value is BaseDatabaseOperations.validate_autopk_value
+    return ops.adapt_integerfield_value is BaseDatabaseOperations.adapt_integerfield_value
+
+
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, str, models.Field], ...]  # parameter index, value name, field
+    slots: tuple[tuple[int, str, Convert], ...]  # parameter index, value name, conversion
     converters: dict[int, tuple[list[Callable], Any]]
     width: int  # the columns the ORM reads of each row
     shape: str  # "models", "tuples" or "flat"
@@ -184,10 +246,11 @@ class Prepared(Generic[T]):
 
 def _slots(
     sql: str, params: tuple | list, fields: dict[str, models.Field], samples: dict, connection
-) -> tuple[tuple[int, str, models.Field], ...]:
-    """Where each named value's sample went among the compiled parameters."""
+) -> tuple[tuple[int, str, Convert], ...]:
+    """Where each named value's sample went among the compiled parameters, and how
+    its field converts it."""
     slots = tuple(
-        (index, name, field)
+        (index, name, _converter(field, connection))
         for name, field in fields.items()
         for index, param in enumerate(params)
         if param == field.get_db_prep_value(samples[name], connection)
@@ -200,8 +263,8 @@ def _slots(
 
 def _filled(params: tuple, slots, values: dict[str, Any], connection) -> list[Any]:
     filled = list(params)
-    for index, name, field in slots:
-        filled[index] = field.get_db_prep_value(values[name], connection, prepared=False)
+    for index, name, convert in slots:
+        filled[index] = convert(values[name], connection)
     return filled
 
 
@@ -355,6 +418,7 @@ class PreparedSave:
         self.model = model
         self.fields = [model._meta.get_field(name) for name in fields]
         self._sql: dict[str, str] = {}
+        self._converters: dict[str, list[Convert]] = {}  # by database: fields', then pk's
 
     def run(self, obj: models.Model, using: str = "default") -> int:
         """Save; the number of rows changed (0: the row is gone)."""
@@ -375,10 +439,16 @@ class PreparedSave:
         return _made_once(self._sql, connection.alias, lambda: self._write_sql(connection))
 
     def _params(self, obj: models.Model, connection) -> list[Any]:
+        converters = _made_once(
+            self._converters,
+            connection.alias,
+            lambda: [_converter(f, connection) for f in [*self.fields, self.model._meta.pk]],
+        )
         params = [
-            field.get_db_prep_save(field.pre_save(obj, False), connection) for field in self.fields
+            convert(field.pre_save(obj, False), connection)
+            for field, convert in zip(self.fields, converters, strict=False)
         ]
-        params.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
+        params.append(converters[-1](obj.pk, connection))
         return params
 
     def _write_sql(self, connection) -> str:
@@ -401,6 +471,7 @@ class PreparedInsert:
             if not (field.primary_key and isinstance(field, models.AutoField | models.BigAutoField))
         ]
         self._sql: dict[Any, str] = {}  # by database, and rows for `run_returning`'s
+        self._converters: dict[str, list[Convert]] = {}  # by database
 
     def run(self, objs: list[models.Model], using: str = "default") -> None:
         if not objs:
@@ -440,15 +511,21 @@ class PreparedInsert:
         """Each object's values, converted by their fields. A value that is the very
         object the row before had is converted once: a batch's rows share their
         conversation and, mostly, their arrival time (a third of converting them)."""
+        converters = _made_once(
+            self._converters,
+            connection.alias,
+            lambda: [_converter(field, connection) for field in self.fields],
+        )
+        fields = list(enumerate(zip(self.fields, converters, strict=True)))
         last: list[tuple[Any, Any]] = [(_UNSEEN, None)] * len(self.fields)
         rows = []
         for obj in objs:
             row = []
-            for n, field in enumerate(self.fields):
+            for n, (field, convert) in fields:
                 value = field.pre_save(obj, True)
                 seen, converted = last[n]
                 if value is not seen:
-                    converted = field.get_db_prep_save(value, connection)
+                    converted = convert(value, connection)
                     last[n] = (value, converted)
                 row.append(converted)
             rows.append(row)
