@@ -35,6 +35,7 @@ each compiled once. `PreparedLookup` looks rows up by one value or such a list;
 from __future__ import annotations
 
 import itertools
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -107,9 +108,7 @@ def _converter(field: models.Field, connection) -> Convert:
         return lambda value, db: (
             save(value, db) if value is None or value == "" else target(value, db)
         )
-    passed = _PASSED_ON.get(kind)
-    if passed is int and not _passes_integers(kind, connection):
-        passed = None
+    passed = _passed_type(field, connection)
     if passed is not None:
         return lambda value, db: value if type(value) is passed else save(value, db)
     if kind is models.UUIDField:
@@ -141,6 +140,15 @@ _PASSED_ON: dict[type[models.Field], type] = {
 }
 
 
+def _passed_type(field: models.Field, connection) -> type | None:
+    """The type of value `field` sends to the database as it is, if any."""
+    kind = type(field)
+    passed = _PASSED_ON.get(kind)
+    if passed is int and not _passes_integers(kind, connection):
+        return None
+    return passed
+
+
 def _passes_integers(kind: type[models.Field], connection) -> bool:
     """Whether the backend passes a column's integers on as they are (SQLite; not
     psycopg 3's PostgreSQL, which wraps them in typed integers)."""
@@ -148,6 +156,71 @@ def _passes_integers(kind: type[models.Field], connection) -> bool:
     if issubclass(kind, models.AutoField | models.BigAutoField):
         return ops.validate_autopk_value is BaseDatabaseOperations.validate_autopk_value
     return ops.adapt_integerfield_value is BaseDatabaseOperations.adapt_integerfield_value
+
+
+@dataclass(frozen=True)
+class _RowPlan:
+    """How to read and convert some fields' values of objects being written, per
+    database: the columns read in one `attrgetter` call; those whose `pre_save`
+    computes them (`auto_now`) recomputed; those mostly passed on as they are checked
+    by type inline (no call); the others converted, once for a run of the very same
+    object (a batch's rows share their conversation and, mostly, their times)."""
+
+    read: Callable[[Any], Any]
+    computed: tuple[tuple[int, models.Field], ...]
+    as_they_are: tuple[tuple[int, type, Convert], ...]
+    converted: tuple[tuple[int, Convert], ...]
+    width: int
+
+    @classmethod
+    def of(cls, fields: list[models.Field], connection) -> _RowPlan:
+        as_they_are, converted = [], []
+        for n, field in enumerate(fields):
+            passed = _passed_type(field, connection)
+            if passed is not None:
+                as_they_are.append((n, passed, _converter(field, connection)))
+            else:
+                converted.append((n, _converter(field, connection)))
+        return cls(
+            read=operator.attrgetter(*(field.attname for field in fields)),
+            computed=tuple((n, f) for n, f in enumerate(fields) if not _reads_as_is(f)),
+            as_they_are=tuple(as_they_are),
+            converted=tuple(converted),
+            width=len(fields),
+        )
+
+    def rows(self, objs: Iterable[models.Model], connection, *, add: bool) -> list[list[Any]]:
+        """Each object's values as `field.get_db_prep_save(field.pre_save(obj, add))`."""
+        seen: list[Any] = [_UNSEEN] * self.width
+        made: list[Any] = [None] * self.width
+        rows = []
+        for obj in objs:
+            row = list(self.read(obj)) if self.width > 1 else [self.read(obj)]
+            for n, field in self.computed:
+                row[n] = field.pre_save(obj, add)
+            for n, passed, convert in self.as_they_are:
+                value = row[n]
+                if type(value) is not passed:
+                    row[n] = convert(value, connection)
+            for n, convert in self.converted:
+                value = row[n]
+                if value is not seen[n]:
+                    seen[n], made[n] = value, convert(value, connection)
+                row[n] = made[n]
+            rows.append(row)
+        return rows
+
+
+def _reads_as_is(field: models.Field) -> bool:
+    """Whether `field.pre_save(obj, add)` is just its attribute's value."""
+    pre_save = type(field).pre_save
+    if pre_save is models.Field.pre_save:
+        return True
+    return (
+        pre_save in (models.DateField.pre_save, models.DateTimeField.pre_save)
+        and not field.auto_now
+        and not field.auto_now_add
+    )
 
 
 @dataclass(frozen=True)
@@ -418,7 +491,7 @@ class PreparedSave:
         self.model = model
         self.fields = [model._meta.get_field(name) for name in fields]
         self._sql: dict[str, str] = {}
-        self._converters: dict[str, list[Convert]] = {}  # by database: fields', then pk's
+        self._plans: dict[str, _RowPlan] = {}  # by database: the fields, then the pk
 
     def run(self, obj: models.Model, using: str = "default") -> int:
         """Save; the number of rows changed (0: the row is gone)."""
@@ -431,7 +504,7 @@ class PreparedSave:
         """Save each of `objs`: the same UPDATE run for each row in one `executemany`
         (`bulk_update`'s CASE WHEN per column and row costs more to build than to run)."""
         connection = connections[using]
-        rows = [self._params(obj, connection) for obj in objs]
+        rows = self._plan(connection).rows(objs, connection, add=False)
         with connection.cursor() as cursor:
             cursor.executemany(self._sql_for(connection), rows)
 
@@ -439,17 +512,11 @@ class PreparedSave:
         return _made_once(self._sql, connection.alias, lambda: self._write_sql(connection))
 
     def _params(self, obj: models.Model, connection) -> list[Any]:
-        converters = _made_once(
-            self._converters,
-            connection.alias,
-            lambda: [_converter(f, connection) for f in [*self.fields, self.model._meta.pk]],
-        )
-        params = [
-            convert(field.pre_save(obj, False), connection)
-            for field, convert in zip(self.fields, converters, strict=False)
-        ]
-        params.append(converters[-1](obj.pk, connection))
-        return params
+        return self._plan(connection).rows([obj], connection, add=False)[0]
+
+    def _plan(self, connection) -> _RowPlan:
+        fields = [*self.fields, self.model._meta.pk]
+        return _made_once(self._plans, connection.alias, lambda: _RowPlan.of(fields, connection))
 
     def _write_sql(self, connection) -> str:
         quote = connection.ops.quote_name
@@ -471,7 +538,7 @@ class PreparedInsert:
             if not (field.primary_key and isinstance(field, models.AutoField | models.BigAutoField))
         ]
         self._sql: dict[Any, str] = {}  # by database, and rows for `run_returning`'s
-        self._converters: dict[str, list[Convert]] = {}  # by database
+        self._plans: dict[str, _RowPlan] = {}  # by database
 
     def run(self, objs: list[models.Model], using: str = "default") -> None:
         if not objs:
@@ -508,28 +575,11 @@ class PreparedInsert:
                 obj._state.adding, obj._state.db = False, using
 
     def _rows(self, objs: list[models.Model], connection) -> list[list[Any]]:
-        """Each object's values, converted by their fields. A value that is the very
-        object the row before had is converted once: a batch's rows share their
-        conversation and, mostly, their arrival time (a third of converting them)."""
-        converters = _made_once(
-            self._converters,
-            connection.alias,
-            lambda: [_converter(field, connection) for field in self.fields],
+        """Each object's values, converted by their fields (`_RowPlan`)."""
+        plan = _made_once(
+            self._plans, connection.alias, lambda: _RowPlan.of(self.fields, connection)
         )
-        fields = list(enumerate(zip(self.fields, converters, strict=True)))
-        last: list[tuple[Any, Any]] = [(_UNSEEN, None)] * len(self.fields)
-        rows = []
-        for obj in objs:
-            row = []
-            for n, (field, convert) in fields:
-                value = field.pre_save(obj, True)
-                seen, converted = last[n]
-                if value is not seen:
-                    converted = convert(value, connection)
-                    last[n] = (value, converted)
-                row.append(converted)
-            rows.append(row)
-        return rows
+        return plan.rows(objs, connection, add=True)
 
     def _write_sql(self, connection) -> str:
         return f"{self._into(connection)} VALUES ({', '.join(['%s'] * len(self.fields))})"

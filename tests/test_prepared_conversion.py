@@ -59,3 +59,38 @@ def test_p2_a_prepared_value_is_what_its_field_would_send(field):
             assert got == expected, (field, value)
             if got[0] == "value":
                 assert type(got[1]) is type(expected[1]), (field, value)
+
+
+def by_each_field(fields, obj, *, add: bool) -> list:
+    return [field.get_db_prep_save(field.pre_save(obj, add), connection) for field in fields]
+
+
+@pytest.mark.django_db
+def test_p2_a_saved_row_sends_what_each_fields_save_would_and_stamps_auto_now(conversation):
+    from chatui.ingest import SAVE_CONVERSATION
+
+    conversation.updated_at = datetime(2000, 1, 1, tzinfo=UTC)
+    params = SAVE_CONVERSATION._params(conversation, connection)
+    stamped = conversation.updated_at
+    assert stamped.year > 2000  # auto_now: stamped by the save
+    fields = [*SAVE_CONVERSATION.fields, Conversation._meta.pk]
+    expected = by_each_field(fields, conversation, add=False)  # stamps it again
+    updated = fields.index(Conversation._meta.get_field("updated_at"))
+    expected[updated] = connection.ops.adapt_datetimefield_value(stamped)
+    assert params == expected
+
+
+@pytest.mark.django_db
+def test_p2_inserted_rows_send_what_each_fields_save_would(conversation):
+    from chatui.prepared import PreparedInsert
+
+    when = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    messages = [
+        Message(conversation=conversation, message_id=f"m{n}", role="tool", content="x" * n,
+                timestamp=when, metadata={"n": n}, position=n, is_final=bool(n % 2))
+        for n in range(3)
+    ]  # fmt: skip
+    insert = PreparedInsert(Message)
+    assert insert._rows(messages, connection) == [
+        by_each_field(insert.fields, message, add=True) for message in messages
+    ]
