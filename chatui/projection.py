@@ -427,6 +427,9 @@ class Projector:
             for call in event.payload.get("tool_calls", [])
             if call.get("id")
         }
+        # A call whose entry exists already had its early progress applied when it
+        # appeared (its `started` and its step's queuing then find it: no lookup).
+        appearing = {call_id for call_id in appearing if self._tools.get(call_id) is None}
         self._early_progress = dict(EARLY_PROGRESS.matching(pk, appearing))
 
     # -- entry point ------------------------------------------------------
