@@ -112,7 +112,7 @@ _WRITER_TO_CHECK = "_chatui_writer_to_check"
 
 def _unread(conversation_id: uuid.UUID, user: AbstractBaseUser) -> Conversation:
     """The conversation as its key and owner only (its other columns load if read)."""
-    conversation = Conversation.from_db("default", ["id", "owner_id"], [conversation_id, user.pk])
+    conversation = Conversation.with_columns("default", id=conversation_id, owner_id=user.pk)
     setattr(conversation, _WRITER_TO_CHECK, user)
     return conversation
 
