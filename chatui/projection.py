@@ -51,6 +51,7 @@ from .prepared import (
     PreparedLookup,
     PreparedSave,
     PreparedUpdate,
+    cursor_for,
 )
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
@@ -208,10 +209,10 @@ class AppendToStreaming:
             False,
             self.WHITESPACE,
         ]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        return None if row is None else row[0]
+        cursor = cursor_for(connection)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        return rows[0][0] if rows else None
 
     @staticmethod
     def _write_sql(connection) -> str | None:
