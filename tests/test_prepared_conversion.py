@@ -94,3 +94,19 @@ def test_p2_inserted_rows_send_what_each_fields_save_would(conversation):
     assert insert._rows(messages, connection) == [
         by_each_field(insert.fields, message, add=True) for message in messages
     ]
+
+
+@pytest.mark.django_db
+def test_p2_the_kept_cursor_is_made_again_when_query_logging_switches():
+    from django.test.utils import CaptureQueriesContext
+
+    from chatui.prepared import cursor_for
+
+    kept = cursor_for(connection)
+    assert cursor_for(connection) is kept
+    with CaptureQueriesContext(connection) as captured:
+        logging = cursor_for(connection)
+        logging.execute("SELECT 1")
+        assert logging.fetchall() == [(1,)]
+    assert logging is not kept and len(captured.captured_queries) == 1
+    assert cursor_for(connection) is not logging
