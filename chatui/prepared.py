@@ -51,6 +51,7 @@ from django.db.models.query import (
     get_related_populators,
 )
 from django.db.models.sql import DeleteQuery, UpdateQuery
+from django.utils.connection import ConnectionProxy
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -77,6 +78,8 @@ def cursor_for(connection) -> Any:
     due; the checks `cursor()` makes are made then. Not kept for a connection threads
     share (a live test server's): one thread's rows could be another's. Rows must be
     fetched to the end (a statement left running would hold SQLite's read lock)."""
+    if isinstance(connection, ConnectionProxy):  # `django.db.connection`: one per thread
+        connection = connections[connection._alias]
     if connection.allow_thread_sharing:
         return connection.cursor()
     kept = connection.__dict__.get("_chatui_cursor")

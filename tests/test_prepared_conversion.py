@@ -110,3 +110,13 @@ def test_p2_the_kept_cursor_is_made_again_when_query_logging_switches():
         assert logging.fetchall() == [(1,)]
     assert logging is not kept and len(captured.captured_queries) == 1
     assert cursor_for(connection) is not logging
+
+
+@pytest.mark.django_db
+def test_the_kept_cursor_is_the_threads_own_through_django_db_connection():
+    from django.db import connections
+
+    from chatui.prepared import cursor_for
+
+    assert cursor_for(connection) is cursor_for(connections["default"])
+    assert "_chatui_cursor" not in connection.__dict__  # not on the shared proxy
