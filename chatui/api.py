@@ -194,7 +194,10 @@ def conversation_detail(request: HttpRequest, conversation_id) -> JsonResponse:
 
 @api_view("GET", "POST")
 def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
-    conversation = selectors.conversation_for_writer(request.user, conversation_id)
+    # A POST's conversation goes only to `ingest`, which checks it under its lock.
+    conversation = selectors.conversation_for_writer(
+        request.user, conversation_id, checked_by_ingest=request.method == "POST"
+    )
     if conversation is None:
         return error("conversation not found", 404)
     if request.method == "POST":

@@ -21,7 +21,7 @@ from django.db import OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from . import search
+from . import search, selectors
 from .events import EventError, NormalisedEvent, parse_events
 from .models import Conversation, Event, Message, Run
 from .prepared import Prepared, PreparedInsert, PreparedLookup, PreparedSave
@@ -60,9 +60,15 @@ def ingest(conversation: Conversation, body: Any, *, from_runtime: bool = False)
     another body. Applies the batch whole or not at all. `from_runtime` (the API)
     refuses the events only chatui itself writes (a person's `tool.approval`).
     """
-    events = parse_events(
-        body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES, from_runtime=from_runtime
-    )
+    try:
+        events = parse_events(
+            body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES, from_runtime=from_runtime
+        )
+    except EventError:
+        # A conversation the caller may not post to is refused before its body is
+        # judged, as when the view read it (`selectors.conversation_for_writer`).
+        _refuse_unless_writer(conversation, selectors.CONVERSATION.one(pk=conversation.pk))
+        raise
     return ingest_normalised(conversation, events)
 
 
@@ -123,6 +129,7 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
     received_at = timezone.now()
     with transaction.atomic():
         locked = LOCK_CONVERSATION.one(pk=conversation.pk)
+        _refuse_unless_writer(conversation, locked)
         if locked is None:
             raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
         # The title is indexed at the first event (it may predate it) and when it changes.
@@ -158,6 +165,15 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
         last_seq=locked.last_seq,
         changes=projector.changes,
     )
+
+
+def _refuse_unless_writer(conversation: Conversation, row: Conversation | None) -> None:
+    """The view's 404 for a conversation its caller may not post to, decided on `row`
+    (the conversation's row as just read) when the view left it to ingest
+    (`selectors.writer_to_check`). Raised before anything is written."""
+    user = selectors.writer_to_check(conversation)
+    if user is not None and (row is None or not selectors.may_write(user, row)):
+        raise EventError("conversation not found", status=404)
 
 
 def _drop_duplicates(

@@ -97,6 +97,14 @@ class FastLoad(models.Model):
     def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]):
         return _loaded(cls, db, values) or super().from_db(db, field_names, values)
 
+    @classmethod
+    def with_columns(cls, db: str, **columns: Any):
+        """A stored row known by some of its columns, given in the model's field order,
+        without reading it: the others load when read, as deferred fields do."""
+        return _bare(cls, columns, db=db, adding=False) or cls.from_db(
+            db, list(columns), list(columns.values())
+        )
+
 
 class Conversation(FastLoad):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

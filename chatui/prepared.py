@@ -35,6 +35,7 @@ each compiled once. `PreparedLookup` looks rows up by one value or such a list;
 from __future__ import annotations
 
 import itertools
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, models
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models.query import (
     FlatValuesListIterable,
     ModelIterable,
@@ -49,6 +51,7 @@ from django.db.models.query import (
     get_related_populators,
 )
 from django.db.models.sql import DeleteQuery, UpdateQuery
+from django.utils.connection import ConnectionProxy
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -64,6 +67,33 @@ def _made_once(cache: dict[Any, V], key: Any, make: Callable[[], V]) -> V:
     if made is None:
         made = cache[key] = make()
     return made
+
+
+def cursor_for(connection) -> Any:
+    """A cursor of `connection` kept for its statements while the same database
+    connection lasts: `connection.cursor()` per statement (its checks, a new DB-API
+    cursor and Django's wrapper, then closing it) cost about as much as a prepared
+    statement's own Python (SPEC §8 P2). Made again when the connection changes, when
+    query logging is switched (tests count statements) or while a health check is
+    due; the checks `cursor()` makes are made then. Not kept for a connection threads
+    share (a live test server's): one thread's rows could be another's. Rows must be
+    fetched to the end (a statement left running would hold SQLite's read lock)."""
+    if isinstance(connection, ConnectionProxy):  # `django.db.connection`: one per thread
+        connection = connections[connection._alias]
+    if connection.allow_thread_sharing:
+        return connection.cursor()
+    kept = connection.__dict__.get("_chatui_cursor")
+    logged = connection.queries_logged
+    if (
+        kept is not None
+        and kept[0] is connection.connection
+        and kept[1] == logged
+        and (connection.health_check_done or not connection.health_check_enabled)
+    ):
+        return kept[2]
+    cursor = connection.cursor()
+    connection.__dict__["_chatui_cursor"] = (connection.connection, logged, cursor)
+    return cursor
 
 
 _samples = itertools.count(1)
@@ -88,11 +118,144 @@ def _sample(field: models.Field, connection) -> Any:
     raise TypeError(f"no sample value for a {type(field).__name__}")
 
 
+Convert = Callable[[Any, Any], Any]  # (value, connection) -> the value for the database
+
+
+def _converter(field: models.Field, connection) -> Convert:
+    """`field.get_db_prep_save(value, connection)`, with the values the ORM would pass
+    on unchanged passed on without its layers (Promise checks, `to_python`, the
+    backend's hooks): a str for a text column, a bool for a boolean, an int where the
+    backend adapts none, a UUID as the backend stores it, an aware datetime straight
+    to the backend's adapter. Anything else takes the field's own way. Only Django's
+    own field classes: a subclass may convert differently."""
+    save = field.get_db_prep_save
+    kind = type(field)
+    if isinstance(field, models.ForeignKey):
+        # What the key's target field does, but None and "" have rules of their own.
+        target = _converter(field.target_field, connection)
+        return lambda value, db: (
+            save(value, db) if value is None or value == "" else target(value, db)
+        )
+    passed = _passed_type(field, connection)
+    if passed is not None:
+        return lambda value, db: value if type(value) is passed else save(value, db)
+    if kind is models.UUIDField:
+        if connection.features.has_native_uuid_field:
+            return lambda value, db: value if type(value) is uuid.UUID else save(value, db)
+        return lambda value, db: value.hex if type(value) is uuid.UUID else save(value, db)
+    if kind is models.DateTimeField:
+        # An aware datetime is one `get_prep_value` leaves as it is, whatever USE_TZ.
+
+        def datetime_value(value: Any, db) -> Any:
+            if type(value) is datetime and value.utcoffset() is not None:
+                return db.ops.adapt_datetimefield_value(value)
+            return save(value, db)
+
+        return datetime_value
+    return save
+
+
+_PASSED_ON: dict[type[models.Field], type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.BooleanField: bool,
+    models.IntegerField: int,
+    models.BigIntegerField: int,
+    models.PositiveIntegerField: int,
+    models.PositiveBigIntegerField: int,
+    models.AutoField: int,
+    models.BigAutoField: int,
+}
+
+
+def _passed_type(field: models.Field, connection) -> type | None:
+    """The type of value `field` sends to the database as it is, if any."""
+    kind = type(field)
+    passed = _PASSED_ON.get(kind)
+    if passed is int and not _passes_integers(kind, connection):
+        return None
+    return passed
+
+
+def _passes_integers(kind: type[models.Field], connection) -> bool:
+    """Whether the backend passes a column's integers on as they are (SQLite; not
+    psycopg 3's PostgreSQL, which wraps them in typed integers)."""
+    ops = type(connection.ops)
+    if issubclass(kind, models.AutoField | models.BigAutoField):
+        return ops.validate_autopk_value is BaseDatabaseOperations.validate_autopk_value
+    return ops.adapt_integerfield_value is BaseDatabaseOperations.adapt_integerfield_value
+
+
+@dataclass(frozen=True)
+class _RowPlan:
+    """How to read and convert some fields' values of objects being written, per
+    database: the columns read in one `attrgetter` call; those whose `pre_save`
+    computes them (`auto_now`) recomputed; those mostly passed on as they are checked
+    by type inline (no call); the others converted, once for a run of the very same
+    object (a batch's rows share their conversation and, mostly, their times)."""
+
+    read: Callable[[Any], Any]
+    computed: tuple[tuple[int, models.Field], ...]
+    as_they_are: tuple[tuple[int, type, Convert], ...]
+    converted: tuple[tuple[int, Convert], ...]
+    width: int
+
+    @classmethod
+    def of(cls, fields: list[models.Field], connection) -> _RowPlan:
+        as_they_are, converted = [], []
+        for n, field in enumerate(fields):
+            passed = _passed_type(field, connection)
+            if passed is not None:
+                as_they_are.append((n, passed, _converter(field, connection)))
+            else:
+                converted.append((n, _converter(field, connection)))
+        return cls(
+            read=operator.attrgetter(*(field.attname for field in fields)),
+            computed=tuple((n, f) for n, f in enumerate(fields) if not _reads_as_is(f)),
+            as_they_are=tuple(as_they_are),
+            converted=tuple(converted),
+            width=len(fields),
+        )
+
+    def rows(self, objs: Iterable[models.Model], connection, *, add: bool) -> list[list[Any]]:
+        """Each object's values as `field.get_db_prep_save(field.pre_save(obj, add))`."""
+        seen: list[Any] = [_UNSEEN] * self.width
+        made: list[Any] = [None] * self.width
+        rows = []
+        for obj in objs:
+            row = list(self.read(obj)) if self.width > 1 else [self.read(obj)]
+            for n, field in self.computed:
+                row[n] = field.pre_save(obj, add)
+            for n, passed, convert in self.as_they_are:
+                value = row[n]
+                if type(value) is not passed:
+                    row[n] = convert(value, connection)
+            for n, convert in self.converted:
+                value = row[n]
+                if value is not seen[n]:
+                    seen[n], made[n] = value, convert(value, connection)
+                row[n] = made[n]
+            rows.append(row)
+        return rows
+
+
+def _reads_as_is(field: models.Field) -> bool:
+    """Whether `field.pre_save(obj, add)` is just its attribute's value."""
+    pre_save = type(field).pre_save
+    if pre_save is models.Field.pre_save:
+        return True
+    return (
+        pre_save in (models.DateField.pre_save, models.DateTimeField.pre_save)
+        and not field.auto_now
+        and not field.auto_now_add
+    )
+
+
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, str, models.Field], ...]  # parameter index, value name, field
+    slots: tuple[tuple[int, str, Convert], ...]  # parameter index, value name, conversion
     converters: dict[int, tuple[list[Callable], Any]]
     width: int  # the columns the ORM reads of each row
     shape: str  # "models", "tuples" or "flat"
@@ -116,11 +279,9 @@ class Prepared(Generic[T]):
     def all(self, using: str = "default", **values: Any) -> list[T]:
         compiled = self._compile(using)
         connection = connections[using]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                compiled.sql, _filled(compiled.params, compiled.slots, values, connection)
-            )
-            rows = cursor.fetchall()
+        cursor = cursor_for(connection)
+        cursor.execute(compiled.sql, _filled(compiled.params, compiled.slots, values, connection))
+        rows = cursor.fetchall()
         return [self._result(compiled, row, using) for row in rows]
 
     def one(self, using: str = "default", **values: Any) -> T | None:
@@ -184,10 +345,11 @@ class Prepared(Generic[T]):
 
 def _slots(
     sql: str, params: tuple | list, fields: dict[str, models.Field], samples: dict, connection
-) -> tuple[tuple[int, str, models.Field], ...]:
-    """Where each named value's sample went among the compiled parameters."""
+) -> tuple[tuple[int, str, Convert], ...]:
+    """Where each named value's sample went among the compiled parameters, and how
+    its field converts it."""
     slots = tuple(
-        (index, name, field)
+        (index, name, _converter(field, connection))
         for name, field in fields.items()
         for index, param in enumerate(params)
         if param == field.get_db_prep_value(samples[name], connection)
@@ -200,8 +362,8 @@ def _slots(
 
 def _filled(params: tuple, slots, values: dict[str, Any], connection) -> list[Any]:
     filled = list(params)
-    for index, name, field in slots:
-        filled[index] = field.get_db_prep_value(values[name], connection, prepared=False)
+    for index, name, convert in slots:
+        filled[index] = convert(values[name], connection)
     return filled
 
 
@@ -302,9 +464,9 @@ class _PreparedWrite:
         sql, params, slots = _made_once(
             self._compiled, using, lambda: self._compile_now(connection)
         )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, _filled(params, slots, values, connection))
-            return cursor.rowcount
+        cursor = cursor_for(connection)
+        cursor.execute(sql, _filled(params, slots, values, connection))
+        return cursor.rowcount
 
     def _compile_now(self, connection) -> tuple[str, tuple, tuple]:
         samples = {name: _sample(field, connection) for name, field in self.fields.items()}
@@ -355,31 +517,32 @@ class PreparedSave:
         self.model = model
         self.fields = [model._meta.get_field(name) for name in fields]
         self._sql: dict[str, str] = {}
+        self._plans: dict[str, _RowPlan] = {}  # by database: the fields, then the pk
 
     def run(self, obj: models.Model, using: str = "default") -> int:
         """Save; the number of rows changed (0: the row is gone)."""
         connection = connections[using]
-        with connection.cursor() as cursor:
-            cursor.execute(self._sql_for(connection), self._params(obj, connection))
-            return cursor.rowcount
+        cursor = cursor_for(connection)
+        cursor.execute(self._sql_for(connection), self._params(obj, connection))
+        return cursor.rowcount
 
     def run_many(self, objs: list[models.Model], using: str = "default") -> None:
         """Save each of `objs`: the same UPDATE run for each row in one `executemany`
         (`bulk_update`'s CASE WHEN per column and row costs more to build than to run)."""
         connection = connections[using]
-        rows = [self._params(obj, connection) for obj in objs]
-        with connection.cursor() as cursor:
-            cursor.executemany(self._sql_for(connection), rows)
+        rows = self._plan(connection).rows(objs, connection, add=False)
+        cursor = cursor_for(connection)
+        cursor.executemany(self._sql_for(connection), rows)
 
     def _sql_for(self, connection) -> str:
         return _made_once(self._sql, connection.alias, lambda: self._write_sql(connection))
 
     def _params(self, obj: models.Model, connection) -> list[Any]:
-        params = [
-            field.get_db_prep_save(field.pre_save(obj, False), connection) for field in self.fields
-        ]
-        params.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
-        return params
+        return self._plan(connection).rows([obj], connection, add=False)[0]
+
+    def _plan(self, connection) -> _RowPlan:
+        fields = [*self.fields, self.model._meta.pk]
+        return _made_once(self._plans, connection.alias, lambda: _RowPlan.of(fields, connection))
 
     def _write_sql(self, connection) -> str:
         quote = connection.ops.quote_name
@@ -401,6 +564,7 @@ class PreparedInsert:
             if not (field.primary_key and isinstance(field, models.AutoField | models.BigAutoField))
         ]
         self._sql: dict[Any, str] = {}  # by database, and rows for `run_returning`'s
+        self._plans: dict[str, _RowPlan] = {}  # by database
 
     def run(self, objs: list[models.Model], using: str = "default") -> None:
         if not objs:
@@ -408,11 +572,11 @@ class PreparedInsert:
         connection = connections[using]
         sql = _made_once(self._sql, using, lambda: self._write_sql(connection))
         rows = self._rows(objs, connection)
-        with connection.cursor() as cursor:
-            if len(rows) == 1:
-                cursor.execute(sql, rows[0])
-            else:
-                cursor.executemany(sql, rows)
+        cursor = cursor_for(connection)
+        if len(rows) == 1:
+            cursor.execute(sql, rows[0])
+        else:
+            cursor.executemany(sql, rows)
         for obj in objs:
             obj._state.adding, obj._state.db = False, using
 
@@ -429,30 +593,19 @@ class PreparedInsert:
         for start in range(0, len(objs), per_statement):
             chunk = objs[start : start + per_statement]
             params = [value for row in self._rows(chunk, connection) for value in row]
-            with connection.cursor() as cursor:
-                cursor.execute(self._returning_sql_for(connection, len(chunk)), params)
-                keys = cursor.fetchall()
+            cursor = cursor_for(connection)
+            cursor.execute(self._returning_sql_for(connection, len(chunk)), params)
+            keys = cursor.fetchall()
             for obj, (key,) in zip(chunk, keys, strict=True):
                 setattr(obj, pk.attname, key)
                 obj._state.adding, obj._state.db = False, using
 
     def _rows(self, objs: list[models.Model], connection) -> list[list[Any]]:
-        """Each object's values, converted by their fields. A value that is the very
-        object the row before had is converted once: a batch's rows share their
-        conversation and, mostly, their arrival time (a third of converting them)."""
-        last: list[tuple[Any, Any]] = [(_UNSEEN, None)] * len(self.fields)
-        rows = []
-        for obj in objs:
-            row = []
-            for n, field in enumerate(self.fields):
-                value = field.pre_save(obj, True)
-                seen, converted = last[n]
-                if value is not seen:
-                    converted = field.get_db_prep_save(value, connection)
-                    last[n] = (value, converted)
-                row.append(converted)
-            rows.append(row)
-        return rows
+        """Each object's values, converted by their fields (`_RowPlan`)."""
+        plan = _made_once(
+            self._plans, connection.alias, lambda: _RowPlan.of(self.fields, connection)
+        )
+        return plan.rows(objs, connection, add=True)
 
     def _write_sql(self, connection) -> str:
         return f"{self._into(connection)} VALUES ({', '.join(['%s'] * len(self.fields))})"

@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from .events import is_tool_execution_result
 from .models import Conversation, Message, Role, StatusType, ToolStatus
+from .prepared import cursor_for
 from .presenters import is_assistant_shown
 from .secrets import mask_text
 from .selectors import VIEW_ANY
@@ -208,11 +209,10 @@ class _SQLiteIndex:
     chatui_title_search(title, conversation), the conversation's id as a token."""
 
     def index_messages(self, rows: Sequence[tuple[int, str]]) -> None:
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT OR REPLACE INTO chatui_message_search (rowid, document) VALUES (%s, %s)",
-                rows,
-            )
+        cursor_for(connections["default"]).executemany(  # the ingest transaction's
+            "INSERT OR REPLACE INTO chatui_message_search (rowid, document) VALUES (%s, %s)",
+            rows,
+        )
 
     def index_title(self, conversation_id: uuid.UUID, text: str) -> None:
         with connection.cursor() as cursor:
@@ -261,13 +261,12 @@ class _PostgresIndex:
     chatui_title_search(conversation_id, document tsvector), each with a GIN index."""
 
     def index_messages(self, rows: Sequence[tuple[int, str]]) -> None:
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO chatui_message_search (message_id, document)"
-                " VALUES (%s, to_tsvector('simple', %s))"
-                " ON CONFLICT (message_id) DO UPDATE SET document = EXCLUDED.document",
-                rows,
-            )
+        cursor_for(connections["default"]).executemany(  # the ingest transaction's
+            "INSERT INTO chatui_message_search (message_id, document)"
+            " VALUES (%s, to_tsvector('simple', %s))"
+            " ON CONFLICT (message_id) DO UPDATE SET document = EXCLUDED.document",
+            rows,
+        )
 
     def index_title(self, conversation_id: uuid.UUID, text: str) -> None:
         with connection.cursor() as cursor:

@@ -9,14 +9,18 @@ stay in one module.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, takewhile
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Substr
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 
 from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
 from .prepared import InSizes, Prepared
@@ -36,19 +40,87 @@ def conversations_for(user: AbstractBaseUser) -> QuerySet[Conversation]:
 
 
 #: Read for every event a runtime posts: compiled once (chatui.prepared).
-_CONVERSATION: Prepared[Conversation] = Prepared(
+CONVERSATION: Prepared[Conversation] = Prepared(
     lambda pk: Conversation.objects.filter(pk=pk), pk=Conversation._meta.pk
 )
 
 
-def conversation_for_writer(user: AbstractBaseUser, conversation_id) -> Conversation | None:
-    """The conversation if `user` may post to it: its owner, or `chatui.ingest_any`."""
-    conversation = _CONVERSATION.one(pk=conversation_id)
+def conversation_for_writer(
+    user: AbstractBaseUser, conversation_id, *, checked_by_ingest: bool = False
+) -> Conversation | None:
+    """The conversation if `user` may post to it: its owner, or `chatui.ingest_any`.
+
+    `checked_by_ingest` (the events POST): the caller hands the conversation only to
+    `ingest`, which reads its row again under its lock. For an owner this process has
+    seen post to it before, the row is not read here: a conversation of only its key is
+    given, and `ingest` checks the same rule on the row it locks (`may_write`),
+    refusing as this would (`writer_to_check`) — one read of the row per event, not two
+    (SPEC §8 P2)."""
+    if checked_by_ingest and _owners.get(conversation_id) == user.pk:
+        return _unread(conversation_id, user)
+    conversation = CONVERSATION.one(pk=conversation_id)
     if conversation is None:
         return None
-    if conversation.owner_id == user.pk or user.has_perm("chatui.ingest_any"):
+    if may_write(user, conversation):
+        if conversation.owner_id == user.pk:
+            _owners.remember(conversation.pk, conversation.owner_id)
         return conversation
     return None
+
+
+def may_write(user: AbstractBaseUser, conversation: Conversation) -> bool:
+    return conversation.owner_id == user.pk or user.has_perm("chatui.ingest_any")
+
+
+class _Owners:
+    """Conversation key -> its owner's, for the conversations this process saw their
+    owners post to. A conversation's owner never changes; a deleted one is forgotten
+    (`forget`) and, deleted by another process, refused by `ingest`'s check."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._owners: dict[uuid.UUID, Any] = {}
+
+    def get(self, conversation_pk: Any) -> Any:
+        """Its owner's key, or None: not known (only keys given as UUIDs are kept)."""
+        return self._owners.get(conversation_pk) if isinstance(conversation_pk, uuid.UUID) else None
+
+    def remember(self, conversation_pk: Any, owner_pk: Any) -> None:
+        if not isinstance(conversation_pk, uuid.UUID):
+            return
+        if len(self._owners) >= self.LIMIT:
+            self._owners.clear()  # a cache: forgetting costs one read per conversation
+        self._owners[conversation_pk] = owner_pk
+
+    def forget(self, conversation_pk: Any) -> None:
+        self._owners.pop(conversation_pk, None)
+
+
+_owners = _Owners()
+
+
+@receiver(post_delete, sender=Conversation, dispatch_uid="chatui.selectors.conversation_deleted")
+def _forget_owner(sender: type[Conversation], instance: Conversation, **kwargs: Any) -> None:
+    _owners.forget(instance.pk)
+
+
+#: The attribute of a conversation `conversation_for_writer` gave unread: the user
+#: whose right to post to it `ingest` has yet to check.
+_WRITER_TO_CHECK = "_chatui_writer_to_check"
+
+
+def _unread(conversation_id: uuid.UUID, user: AbstractBaseUser) -> Conversation:
+    """The conversation as its key and owner only (its other columns load if read)."""
+    conversation = Conversation.with_columns("default", id=conversation_id, owner_id=user.pk)
+    setattr(conversation, _WRITER_TO_CHECK, user)
+    return conversation
+
+
+def writer_to_check(conversation: Conversation) -> AbstractBaseUser | None:
+    """The user `ingest` must refuse `conversation` to unless `may_write` (on the row it
+    locks), or None: checked already."""
+    return conversation.__dict__.get(_WRITER_TO_CHECK)
 
 
 def conversation_for_viewer(user: AbstractBaseUser, conversation_id) -> Conversation | None:
