@@ -30,6 +30,11 @@ each compiled once. `PreparedLookup` looks rows up by one value or such a list;
 `PreparedUpdate` does the same for an UPDATE, `PreparedDelete` for a DELETE,
 `PreparedSave` for `save(update_fields=…)` of one row, `PreparedInsert` for
 `bulk_create` of rows whose primary keys are not read back.
+
+Why it is long: every kind of statement the hot path runs (read, lookup, update,
+delete, save, insert) is here with what they share: one cursor kept per connection,
+values converted by a function chosen once per field and database, rows made into
+objects without the ORM's per-query work. Split, each part would import the others.
 """
 
 from __future__ import annotations
