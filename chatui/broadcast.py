@@ -224,12 +224,8 @@ class Outbox:
         for each member (`put_in_memory`), so a task per drain (made, then stepped on
         the next turn of the loop) would only add its own cost. What a writer puts
         meanwhile is taken too, in order, as there."""
-        while True:
-            with self._lock:
-                if not self._pending:
-                    self._draining = False
-                    return
-                group, message = self._pending.popleft()
+        while (taken := self._take_next()) is not None:
+            group, message = taken
             try:
                 put_in_memory(layer, group, message)
             except Exception:
@@ -237,16 +233,21 @@ class Outbox:
 
     async def _drain(self) -> None:
         layer = get_channel_layer()
-        while True:
-            with self._lock:
-                if not self._pending:
-                    self._draining = False
-                    return
-                group, message = self._pending.popleft()
+        while (taken := self._take_next()) is not None:
+            group, message = taken
             try:
                 await layer.group_send(group, message)
             except Exception:
                 logger.exception("could not send a frame to %s", group)
+
+    def _take_next(self) -> tuple[str, dict] | None:
+        """The oldest waiting frame, or None: then draining has ended (under the lock, so
+        a writer putting one now starts the next drain)."""
+        with self._lock:
+            if not self._pending:
+                self._draining = False
+                return None
+            return self._pending.popleft()
 
 
 #: Values a message can hold that copying need not copy (what `deepcopy` returns as is).
