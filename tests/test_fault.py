@@ -22,7 +22,7 @@ from tests.support.delivery import assert_exactly_once
 from tests.support.live import LiveServer
 
 POSTERS = 3
-BATCHES = 12  # per poster
+BATCHES = 24  # per poster: enough left after the last kill (ingest got faster; 12 could end first)
 BATCH_SIZE = 20
 KILLS = 3
 # Patient enough to outlast a restart (daphne and Django start in a few seconds).
