@@ -22,6 +22,7 @@ from django.db.models.functions import Coalesce, Substr
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from .lru import BoundedLRU
 from .models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
 from .prepared import InSizes, Prepared
 from .presenters import BATCH_WINDOW, PENDING, BatchHead, MessageWindow, is_assistant_shown
@@ -74,27 +75,23 @@ def may_write(user: AbstractBaseUser, conversation: Conversation) -> bool:
 
 class _Owners:
     """Conversation key -> its owner's, for the conversations this process saw their
-    owners post to. A conversation's owner never changes; a deleted one is forgotten
-    (`forget`) and, deleted by another process, refused by `ingest`'s check."""
+    owners post to (`lru.BoundedLRU`). A conversation's owner never changes; a deleted
+    one is forgotten (`forget`) and, deleted by another process, refused by `ingest`'s
+    check. Only keys given as UUIDs are kept (a URL's key is one)."""
 
-    LIMIT = 10_000
-
-    def __init__(self) -> None:
-        self._owners: dict[uuid.UUID, Any] = {}
+    def __init__(self, size: int = 10_000) -> None:
+        self._owners: BoundedLRU[uuid.UUID, Any] = BoundedLRU(size)
 
     def get(self, conversation_pk: Any) -> Any:
-        """Its owner's key, or None: not known (only keys given as UUIDs are kept)."""
+        """Its owner's key, or None: not known."""
         return self._owners.get(conversation_pk) if isinstance(conversation_pk, uuid.UUID) else None
 
     def remember(self, conversation_pk: Any, owner_pk: Any) -> None:
-        if not isinstance(conversation_pk, uuid.UUID):
-            return
-        if len(self._owners) >= self.LIMIT:
-            self._owners.clear()  # a cache: forgetting costs one read per conversation
-        self._owners[conversation_pk] = owner_pk
+        if isinstance(conversation_pk, uuid.UUID):
+            self._owners.put(conversation_pk, owner_pk)
 
     def forget(self, conversation_pk: Any) -> None:
-        self._owners.pop(conversation_pk, None)
+        self._owners.discard(conversation_pk)
 
 
 _owners = _Owners()
