@@ -37,7 +37,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from common import ROOT, Bench, cpu_seconds, loadavg, machine_line, table
+from common import ROOT, STREAM_WORDS, Bench, cpu_seconds, loadavg, machine_line, table
 from p1_card_latency import calibrate
 
 from tests.browser.conftest import CHROMIUM_ARGS
@@ -46,7 +46,7 @@ from tests.support.live import free_port
 CHAINLIT_VERSION = "2.12.0"
 CHAINLIT_DIR = ROOT / "var" / "chainlit"
 MARKER = "END-OF-STREAM"
-WORDS = ("token ", "delta ", "words ", "agent ", "reply ", "chunk ", "small ", "text. ")
+WORDS = STREAM_WORDS  # the same tokens as P5's
 
 APP = (
     textwrap.dedent(

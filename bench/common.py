@@ -21,6 +21,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -278,6 +279,14 @@ TOOL_OUTPUT = "\n".join(
 )
 
 
+#: A streamed answer's tokens (P5, instructions' stream mode): ~6 characters each.
+STREAM_WORDS = ("token ", "delta ", "words ", "agent ", "reply ", "chunk ", "small ", "text. ")
+
+
+def stream_tokens(count: int) -> list[str]:
+    return [STREAM_WORDS[i % len(STREAM_WORDS)] for i in range(count)]
+
+
 class EventStream:
     """An endless, realistic agent session for one conversation.
 
@@ -400,10 +409,14 @@ def measure_window(measuring: threading.Event, stop: threading.Event, seconds: f
 
 
 @contextlib.contextmanager
-def maybe_py_spy(pid: int, out: str | None, seconds: float, *, gil: bool = False) -> Iterator[None]:
-    """Sample daphne with py-spy while the block runs (if `out` and py-spy exist). With
-    `gil`, only the thread holding the GIL is sampled: where the CPU goes, without the
-    time threads spend waiting for the GIL (which a plain sample counts as running)."""
+def maybe_py_spy(
+    pid: int, out: str | None, seconds: float | None, *, gil: bool = False
+) -> Iterator[None]:
+    """Sample daphne with py-spy while the block runs (if `out` and py-spy exist): for
+    `seconds`, or with None until the block ends (py-spy is then interrupted, as Ctrl-C
+    would, and writes what it has). With `gil`, only the thread holding the GIL is
+    sampled: where the CPU goes, without the time threads spend waiting for the GIL
+    (which a plain sample counts as running)."""
     if not out:
         yield
         return
@@ -418,8 +431,7 @@ def maybe_py_spy(pid: int, out: str | None, seconds: float, *, gil: bool = False
             "record",
             "-p",
             str(pid),
-            "-d",
-            str(int(seconds) + 1),
+            *(["-d", str(int(seconds) + 1)] if seconds is not None else []),
             "-r",
             "200",
             "-f",
@@ -437,8 +449,10 @@ def maybe_py_spy(pid: int, out: str | None, seconds: float, *, gil: bool = False
     try:
         yield
     finally:
+        if seconds is None:
+            process.send_signal(signal.SIGINT)
         try:
-            process.wait(timeout=seconds + 30)
+            process.wait(timeout=(seconds or 0) + 30)
         except subprocess.TimeoutExpired:
             process.terminate()
             process.wait(timeout=10)

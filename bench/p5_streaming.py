@@ -2,13 +2,18 @@
 
     .venv/bin/python bench/p5_streaming.py [--deltas 3000] [--window 300]
                                            [--modes request,client,channel] [--rate 200]
+                                           [--py-spy PREFIX]
 
 One real Chromium page (as in P1: /usr/bin/chromium through Playwright, logged in
 through the real login form) watches the conversation; it is the one viewer. Modes:
 
   request  one delta per HTTP request, back to back on a keep-alive connection: daphne
            CPU per delta over the first `--window` deltas and over the last `--window`
-           (flat means O(delta): SPEC §8 P5 wants last ≤ 1.25 × first, ≤ 2.5 ms)
+           (flat means O(delta): SPEC §8 P5 wants last ≤ 1.25 × first, ≤ 2.5 ms).
+           Every window in between is measured too, with the garbage collector's
+           pauses in it: a full collection in one window of 300 moves it by 0.1–0.2 ms a
+           delta, so the verdict on flatness also reads the line fitted through all
+           windows ("fitted ×"). `--py-spy PREFIX` samples the first and last windows.
   client   the Python client's `stream()` over HTTP (deltas coalesced, flushed within
            25 ms) at `--rate` tokens/s: daphne CPU per token (target ≤ 1 ms)
   channel  the same over the §2.2 ingest WebSocket (`stream(channel=True)`)
@@ -36,12 +41,18 @@ import shutil
 import statistics
 import time
 
-from common import Bench, cpu_seconds, loadavg, machine_line, table
+from common import (
+    Bench,
+    cpu_seconds,
+    loadavg,
+    machine_line,
+    maybe_py_spy,
+    stream_tokens,
+    table,
+)
 from p1_card_latency import calibrate
 
 from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on sys.path
-
-WORDS = ("token ", "delta ", "words ", "agent ", "reply ", "chunk ", "small ", "text. ")
 
 # Stamps, in the page's clock: every socket message's size, seqs, arrival (htmx's
 # wsBeforeMessage) and the end of its application (by the page's own handler of
@@ -106,10 +117,6 @@ SPLIT_HEADERS = [
 ]
 
 
-def tokens(count: int) -> list[str]:
-    return [WORDS[i % len(WORDS)] for i in range(count)]
-
-
 def commit_time(bench: Bench, conversation: str, last_seq: int) -> float:
     """When the ingest that reached `last_seq` committed (time.time(), daphne's clock)."""
     key = conversation.replace("-", "")
@@ -165,24 +172,45 @@ def open_page(bench: Bench, browser, cookie: str, conversation: str):
     return context, page
 
 
-def stream_by_request(bench: Bench, conversation: str, texts: list[str], window: int) -> dict:
-    """One POST per delta; CPU over the first and the last `window` deltas."""
+def stream_by_request(
+    bench: Bench, conversation: str, texts: list[str], window: int, py_spy: str | None = None
+) -> dict:
+    """One POST per delta; daphne's CPU per delta in every `window` deltas (the first and
+    the last are SPEC §8 P5's, sampled by py-spy into `<py_spy>-first.txt` / `-last.txt`
+    if asked), and the garbage-collector pauses in each."""
     url = f"/conversations/{conversation}/events"
-    cpu_marks: dict[int, float] = {}
     last_seq = 0
+    windows = [texts[start : start + window] for start in range(0, len(texts), window)]
+    cpu_ms: list[float] = []
+    gc_spans: list[tuple[float, float]] = []
     with bench.api() as client:
-        for index, text in enumerate(texts):
-            if index in (0, window, len(texts) - window):
-                cpu_marks[index] = cpu_seconds(bench.pid)
-            body = {"type": "agent.message.delta", "message_id": "p5", "delta": text}
-            response = client.post(url, json=body)
-            if response.status_code != 200:
-                raise RuntimeError(f"POST failed: {response.status_code} {response.text[:200]}")
-            last_seq = response.json()["last_seq"]
-    end = cpu_seconds(bench.pid)
-    first = (cpu_marks[window] - cpu_marks[0]) * 1000 / window
-    last = (end - cpu_marks[len(texts) - window]) * 1000 / window
-    return {"last_seq": last_seq, "cpu_first_ms": first, "cpu_last_ms": last}
+        for number, part in enumerate(windows):
+            name = {0: "first", len(windows) - 1: "last"}.get(number)
+            profile = f"{py_spy}-{name}.txt" if py_spy and name else None
+            with maybe_py_spy(bench.pid, profile, None, gil=True):
+                cpu, began = cpu_seconds(bench.pid), time.time()
+                for text in part:
+                    body = {"type": "agent.message.delta", "message_id": "p5", "delta": text}
+                    response = client.post(url, json=body)
+                    if response.status_code != 200:
+                        raise RuntimeError(f"POST {response.status_code} {response.text[:200]}")
+                    last_seq = response.json()["last_seq"]
+                cpu_ms.append((cpu_seconds(bench.pid) - cpu) * 1000 / len(part))
+                gc_spans.append((began, time.time()))
+    # A full collection walks the whole heap: one falling in a window moves its CPU by
+    # 0.1–0.2 ms a delta, whatever the message's length. So each window says how much of
+    # it was collection, and the trend is a line fitted through all windows.
+    pauses = bench.gc_pauses()
+    gc_ms = [sum(ms for at, ms, _gen in pauses if low <= at < high) for low, high in gc_spans]
+    slope, intercept = statistics.linear_regression(range(len(cpu_ms)), cpu_ms)
+    return {
+        "last_seq": last_seq,
+        "cpu_first_ms": cpu_ms[0],
+        "cpu_last_ms": cpu_ms[-1],
+        "cpu_windows_ms": cpu_ms,
+        "gc_windows_ms": gc_ms,
+        "fitted_ratio": (intercept + slope * (len(cpu_ms) - 1)) / intercept,
+    }
 
 
 def stream_by_client(
@@ -215,14 +243,14 @@ def stream_by_client(
 def run_mode(bench: Bench, browser, cookie: str, mode: str, args) -> dict:
     conversation = bench.new_conversation(f"p5 {mode}")
     bench.server.post_events(conversation, [{"type": "user.message", "content": "Stream."}])
-    texts = tokens(args.deltas)
+    texts = stream_tokens(args.deltas)
     full_text = "".join(texts)
     context, page = open_page(bench, browser, cookie, conversation)
     try:
         page.evaluate(OBSERVER, len(full_text))
         offset_before, _ = calibrate(page)
         if mode == "request":
-            result = stream_by_request(bench, conversation, texts, args.window)
+            result = stream_by_request(bench, conversation, texts, args.window, args.py_spy)
         else:
             result = stream_by_client(bench, conversation, texts, args.rate, mode == "channel")
         committed = commit_time(bench, conversation, result["last_seq"])
@@ -263,6 +291,12 @@ def main() -> None:
     parser.add_argument("--modes", default="request,client,channel")
     parser.add_argument("--rate", type=float, default=200, help="tokens/s for client, channel")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--py-spy",
+        metavar="PREFIX",
+        help="request mode: py-spy (GIL holder) over the first and the last window, into "
+        "PREFIX-first.txt and PREFIX-last.txt (the profiler slows them: CPU figures rise)",
+    )
     args = parser.parse_args()
     if args.deltas < 2 * args.window:
         parser.error("--deltas must be at least twice --window")
@@ -284,7 +318,7 @@ def main() -> None:
     for r in results:
         cpu = (
             f"{r['cpu_first_ms']:.2f} → {r['cpu_last_ms']:.2f} "
-            f"(×{r['cpu_last_ms'] / r['cpu_first_ms']:.2f})"
+            f"(×{r['cpu_last_ms'] / r['cpu_first_ms']:.2f}; fitted ×{r['fitted_ratio']:.2f})"
             if r["mode"] == "request"
             else f"{r['cpu_per_token_ms']:.2f} at {r['tokens_per_s']:.0f} tok/s"
         )
@@ -316,6 +350,12 @@ def main() -> None:
         )
     )
     print(table(SPLIT_HEADERS, [[r["mode"], *(r.get(k, "") for k in SPLIT)] for r in results]))
+    for r in results:
+        if r["mode"] == "request":
+            cpu = " ".join(f"{ms:.2f}" for ms in r["cpu_windows_ms"])
+            collected = " ".join(f"{ms:.0f}" for ms in r["gc_windows_ms"])
+            print(f"request: CPU ms per delta, window by window: {cpu}")
+            print(f"request: garbage-collector pauses ≥ 2 ms, ms per window: {collected}")
     print(f"{args.deltas} deltas, window {args.window}; load after: {loadavg()}")
     if args.json:
         with open(args.json, "w") as out:
