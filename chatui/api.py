@@ -23,7 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from . import approvals, selectors, services
 from .edge import bearer_credential, edge_token
 from .events import MAX_SEQ, MAX_TITLE_CHARS, EventError, decode_json, parse_seq, unstorable
-from .ingest import ingest
+from .ingest import ingest, refuse_before_the_body
 from .models import ApiToken
 from .serializers import conversation_to_dict, event_to_dict, message_to_dict
 from .tokens import token_for
@@ -201,7 +201,12 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
     if conversation is None:
         return error("conversation not found", 404)
     if request.method == "POST":
-        result = ingest(conversation, read_json(request), from_runtime=True)
+        try:
+            body = read_json(request)
+        except EventError:
+            refuse_before_the_body(conversation)
+            raise
+        result = ingest(conversation, body, from_runtime=True)
         return JsonAnswer(result.as_dict())
     after = parse_seq(request.GET.get("after", "0"))
     if after is None:

@@ -65,11 +65,18 @@ def ingest(conversation: Conversation, body: Any, *, from_runtime: bool = False)
             body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES, from_runtime=from_runtime
         )
     except EventError:
-        # A conversation the caller may not post to is refused before its body is
-        # judged, as when the view read it (`selectors.conversation_for_writer`).
-        _refuse_unless_writer(conversation, selectors.CONVERSATION.one(pk=conversation.pk))
+        refuse_before_the_body(conversation)
         raise
     return ingest_normalised(conversation, events)
+
+
+def refuse_before_the_body(conversation: Conversation) -> None:
+    """For a body about to be refused (not JSON, too large, not valid events): the view's
+    404 first if `conversation` came unread (`selectors.writer_to_check`) and its caller
+    may not post to it after all — deleted by another process, say — as when the view
+    read it (`selectors.conversation_for_writer`): a 404 whatever the body."""
+    if selectors.writer_to_check(conversation) is not None:
+        _refuse_unless_writer(conversation, selectors.CONVERSATION.one(pk=conversation.pk))
 
 
 def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:

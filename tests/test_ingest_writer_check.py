@@ -4,6 +4,7 @@ exactly as the view's own read did — 404, nothing written."""
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -62,6 +63,33 @@ def test_sec5_a_deleted_conversation_is_404_after_its_owner_posted_to_it(api, co
     response = api.post_events(Conversation(pk=pk), EVENT)
     assert (response.status_code, response.json()) == (404, NOT_FOUND)
     assert not Event.objects.filter(conversation_id=pk).exists()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"type": "user.message", "content": ', b"", b"\xff\xfe not UTF-8", b"[" * 500],
+    ids=["not JSON", "empty", "not UTF-8", "too deep"],
+)
+def test_sec5_a_body_refused_before_ingest_is_404_for_a_conversation_deleted_elsewhere(
+    api, conversation, raw
+):
+    """Deleted by another process, so this one still remembers its owner: the body's
+    error must not come first, as it does not when the view reads the row."""
+    assert api.post_events(conversation, EVENT).status_code == 200
+    pk = conversation.pk
+    conversation.delete()
+    selectors._owners.remember(pk, conversation.owner_id)  # another process's delete: kept
+    response = api.post_events(Conversation(pk=pk), raw=raw)
+    assert (response.status_code, response.json()) == (404, NOT_FOUND)
+    assert not Event.objects.filter(conversation_id=pk).exists()
+
+
+def test_sec5_a_refused_body_to_ones_own_conversation_is_still_400(api, conversation):
+    assert api.post_events(conversation, EVENT).status_code == 200  # its owner remembered
+    response = api.post_events(conversation, raw=b"{not json")
+    assert response.status_code == 400
+    assert "JSON" in response.json()["error"]
+    assert Event.objects.filter(conversation=conversation).count() == 1
 
 
 def test_sec5_ingest_any_still_posts_to_anothers_conversation(user, other_user):
