@@ -383,12 +383,20 @@ _PRETTY = threading.local()
 
 
 def _pretty_encoder() -> tuple[dict, Any]:
-    """What `JSONEncoder(indent=2, ensure_ascii=False, default=str).iterencode` builds."""
+    """What `JSONEncoder(indent=2, ensure_ascii=False, default=str).iterencode` builds,
+    with CPython's private `json.encoder._make_iterencode`; where there is none, the
+    public encoder's own `iterencode` (the same text, its functions built per call)."""
     markers: dict = {}
-    iterencode = json.encoder._make_iterencode(  # type: ignore[attr-defined]
+    if _MAKE_ITERENCODE is None:
+        encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=str)
+        return markers, lambda value, _level: encoder.iterencode(value)
+    iterencode = _MAKE_ITERENCODE(
         markers, str, json.encoder.encode_basestring, 2, _float_text, ": ", ",", False, False, True
     )
     return markers, iterencode
+
+
+_MAKE_ITERENCODE = getattr(json.encoder, "_make_iterencode", None)
 
 
 def _float_text(value: float) -> str:

@@ -42,6 +42,13 @@ def writer_count() -> int:
     return SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
 
 
+#: CPython's hook for what must finish before its threads are joined at exit (private:
+#: concurrent.futures uses it). Where there is none the writer threads are daemons, so
+#: that exiting never waits on them: a write cut short rolls back, and was not
+#: acknowledged (an answer follows its commit).
+_JOIN_BEFORE_EXIT = getattr(threading, "_register_atexit", None)
+
+
 class WriterThreads:
     """Long-lived threads taking calls from one queue, first in, first out: what a
     `ThreadPoolExecutor` does for `hand_to_writer`, without what it adds per call and
@@ -75,9 +82,14 @@ class WriterThreads:
                 return
             # Joined before the interpreter exits, as concurrent.futures' own workers are
             # (the same hook: an `atexit` handler would run after the join, too late).
-            threading._register_atexit(self.shutdown)
+            if _JOIN_BEFORE_EXIT is not None:
+                _JOIN_BEFORE_EXIT(self.shutdown)
             for number in range(self.count):
-                thread = threading.Thread(target=self._work, name=f"{self.name}_{number}")
+                thread = threading.Thread(
+                    target=self._work,
+                    name=f"{self.name}_{number}",
+                    daemon=_JOIN_BEFORE_EXIT is None,
+                )
                 thread.start()
                 self._threads.append(thread)
 

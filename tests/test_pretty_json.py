@@ -70,3 +70,15 @@ def test_g8_threads_printing_at_once_each_get_their_own_text():
     for thread in threads:
         thread.join()
     assert not wrong
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_g8_without_cpythons_private_encoder_maker_the_text_is_the_same(value, monkeypatch):
+    """`json.encoder._make_iterencode` is CPython's, not promised: without it the
+    printer falls back to the public encoder, and prints the same."""
+    from chatui import presenters
+
+    monkeypatch.setattr(presenters, "_MAKE_ITERENCODE", None)
+    _markers, iterencode = presenters._pretty_encoder()
+    expected = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    assert "".join(iterencode(value, 0)) == expected

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from chatui import writer
 from chatui.writer import WriterThreads
 
 
@@ -44,3 +45,25 @@ def test_p2_a_call_that_raises_does_not_cost_the_writer_its_thread(caplog):
     assert done.wait(5)
     threads.shutdown()
     assert "a writer call failed" in caplog.text
+
+
+def test_p2_the_threads_are_joined_at_exit_so_what_is_queued_runs():
+    threads = WriterThreads(1, name="test-writer")
+    done = threading.Event()
+    threads.submit(done.set)
+    assert done.wait(5)
+    assert not threads._threads[0].daemon  # the interpreter waits for them at exit
+    threads.shutdown()
+
+
+def test_p2_without_cpythons_exit_hook_the_threads_are_daemons_and_still_run(monkeypatch):
+    """`threading._register_atexit` is private: without it, exiting must not hang on
+    threads blocked on their queue."""
+    monkeypatch.setattr(writer, "_JOIN_BEFORE_EXIT", None)
+    threads = WriterThreads(1, name="test-writer")
+    done = threading.Event()
+    threads.submit(done.set)
+    assert done.wait(5)
+    assert threads._threads[0].daemon
+    threads.shutdown()
+    assert not threads._threads[0].is_alive()
