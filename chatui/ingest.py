@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -134,6 +134,8 @@ def _is_retryable(error: OperationalError) -> bool:
 
 def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
     received_at = timezone.now()
+    # Outermost: its on-commit frame is rendered as it commits (`_announced`).
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
         locked = LOCK_CONVERSATION.one(pk=conversation.pk)
         _refuse_unless_writer(conversation, locked)
@@ -160,7 +162,7 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
             SAVE_CONVERSATION.run(locked)
             if locked.title != indexed_title:
                 search.index_title(locked)
-            _announce_on_commit(locked, rows[0].seq, projector.changes)
+            _announce_on_commit(locked, rows[0].seq, _announced(projector, outermost=outermost))
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
     # So a caller's later save() of its copy cannot write stale counts back.
@@ -207,6 +209,19 @@ def _drop_duplicates(
             known[event.event_id] = event.body_hash
         fresh.append(event)
     return fresh, duplicates
+
+
+def _announced(projector: Projector, *, outermost: bool) -> ChangeSet:
+    """The changes the on-commit frame gets: with the rows as this call wrote them
+    (`ChangeSet.written`), so it need not read them back (SPEC §8 P2), when this is
+    the outermost transaction: the frame is rendered as it commits, and its rows are
+    exactly as of its last seq (a read could give a newer one's; both are what the
+    kept tail promises, chatui.tail_cache). Inside a caller's transaction later writes
+    may change them before it commits: the frame reads them, as the caller's
+    `IngestResult.changes` (rendered later) always does."""
+    if not outermost:
+        return projector.changes
+    return replace(projector.changes, written=projector.written_rows())
 
 
 def _announce_on_commit(conversation: Conversation, first_seq: int, changes: ChangeSet) -> None:

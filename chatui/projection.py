@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections, models, transaction
@@ -84,6 +84,10 @@ class ChangeSet:
     # lock): what a live frame may take from frames before it is stamped with it
     # (chatui.tail_cache). None: not from an ingest (a replay's), so not known.
     rebuilds: int | None = None
+    # Changed messages as this ingest wrote them, by pk: handed only to its own
+    # on-commit frame, which then need not read them back (chatui.ingest
+    # `_announced`, chatui.tail_cache). Rows given here equal what reading them gives.
+    written: dict[int, Message] = field(default_factory=dict, compare=False, repr=False)
 
     def remove(self, message_pk: int) -> None:
         self.changed.pop(message_pk, None)
@@ -380,6 +384,9 @@ class Projector:
         # Text to append in SQL (`content || ?`) at flush: pk -> (message, [(seq, text)]).
         self._appends: dict[int, tuple[Message, list[tuple[int, str]]]] = {}
         self._searchable: dict[int, Message] = {}  # by id(): new ones have no pk yet
+        # The messages written whole (INSERT, or every mutable column by UPDATE), as
+        # written: nothing but the projector's own later writes changes them.
+        self._written: dict[int, Message] = {}
         # Tool call id -> the seq of its first logged progress (None: not loaded).
         self._early_progress: dict[str, int] | None = None
         self._unclaimed: bool | None = False if empty else None
@@ -1058,6 +1065,8 @@ class Projector:
             shape.run(**pks)  # SecretReveal.message is SET_NULL (MESSAGE_RELATIONS)
         for shape, pks in DELETE_MESSAGES.chunks(removed):
             shape.run(**pks)
+        for pk in removed:
+            self._written.pop(pk, None)
         for cache in (self._messages, self._tools):
             for key, message in list(cache.items()):
                 if message is not None and message.pk in removed:
@@ -1124,6 +1133,7 @@ class Projector:
             for message in self._new:
                 self.changes.created.add(message.pk)
                 self.changes.changed[message.pk] = message.updated_seq
+                self._written[message.pk] = message
             self._count_written(self._new)
             self._new = []
         if self._dirty:
@@ -1132,11 +1142,28 @@ class Projector:
             for message in self._dirty.values():
                 self.changes.changed[message.pk] = message.updated_seq
                 self.changes.appended.pop(message.pk, None)
+                self._written[message.pk] = message
             self._dirty = {}
         self._flush_appends()
         if self._searchable:  # in this transaction, for what this flush wrote (SPEC §15)
             search.index_messages(self._searchable.values())
             self._searchable = {}
+
+    def written_rows(self) -> dict[int, Message]:
+        """The changed messages as this call wrote them, once it has flushed, each
+        equal to the row read back: by pk, for its own on-commit frame (ChangeSet.
+        written). Not: text appended in SQL (never read), a row with columns never
+        loaded. The choice enums become the plain strings a read gives."""
+        rows: dict[int, Message] = {}
+        changes = self.changes
+        for pk, message in self._written.items():
+            if pk not in changes.changed or pk in changes.appended:
+                continue
+            message.role = str(message.role)
+            message.tool_status = str(message.tool_status)
+            if _as_read(message):
+                rows[pk] = message
+        return rows
 
     def _count_written(self, messages: Iterable[Message]) -> None:
         """The row counts follow what was just written: a new tool counts, and a tool
@@ -1166,6 +1193,7 @@ class Projector:
             APPEND_TEXT.run(
                 pk=pk, text="".join(text for _seq, text in pieces), seq=message.updated_seq
             )
+            self._written.pop(pk, None)  # its text was appended in SQL: read it
             # Changed otherwise earlier in this call: viewers get it whole.
             whole = pk in self.changes.changed and pk not in self.changes.appended
             self.changes.changed[pk] = message.updated_seq
@@ -1272,6 +1300,48 @@ class Projector:
             meta["progress_message"] = payload["message"]
 
 
+#: Message's text columns: a read gives them as `str` exactly.
+_TEXT_COLUMNS = (
+    "message_id", "role", "content", "run_id", "tool_call_id", "tool_name", "tool_status",
+    "parent_tool_call_id", "status_type",
+)  # fmt: skip
+
+
+def _as_read(message: Message) -> bool:
+    """Is the message as written what reading its row gives, type for type? Every
+    column loaded; text as `str` (a field's `to_python` writes another value's
+    `str()`); the timestamp in UTC (as read); booleans and JSON as Python's. Else the
+    frame reads it."""
+    values = message.__dict__
+    if any(type(values.get(name)) is not str for name in _TEXT_COLUMNS):
+        return False
+    timestamp = values.get("timestamp")
+    return (
+        type(timestamp) is datetime
+        and timestamp.tzinfo is UTC
+        and type(values.get("is_final")) is bool
+        and type(values.get("metadata")) is dict
+        and _is_json(values["metadata"])
+        and type(values.get("position")) is int
+        and type(values.get("updated_seq")) is int
+    )
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _is_json(value: Any) -> bool:
+    """Does JSON give `value` back as it is (types, not merely equal values)? Dicts
+    keyed by `str`, lists, and plain scalars: not a tuple, an enum member, a `str`
+    subclass."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and _is_json(item) for key, item in value.items())
+    if kind is list:
+        return all(_is_json(item) for item in value)
+    return kind in _JSON_SCALARS
+
+
 def _shows_streaming(message: Message) -> bool:
     """Whether the page shows this unfinished assistant message as a bubble that text
     can be appended to: the same test as `presenters.is_assistant_shown` applies to
@@ -1295,11 +1365,12 @@ def _write_changed(messages: list[Message]) -> None:
 
 
 def _sync_tool_metadata(message: Message) -> None:
-    """The indexed columns are the truth for these keys; metadata mirrors them."""
+    """The indexed columns are the truth for these keys; metadata mirrors them, as
+    the plain JSON strings a read gives (not the ToolStatus member)."""
     meta = message.metadata
     meta["tool_call_id"] = message.tool_call_id
     meta["tool_name"] = message.tool_name
-    meta["tool_status"] = message.tool_status
+    meta["tool_status"] = str(message.tool_status)
 
 
 def _title_from(text: str) -> str:

@@ -19,6 +19,10 @@ or thread wrote), a removed message (a run's end), a frame wanting more messages
 are kept (a batched ingest, `frames._tail_size`), a changed row gone or not where it
 should be.
 
+An ingest's own on-commit frame reads not even those: its ChangeSet carries the rows
+as the projection wrote them (`ChangeSet.written`, chatui.ingest `_announced`), each
+equal to the row read back, but for rows whose text was appended in SQL.
+
 Frames that change no message but by streamed text (`changes.appended`: the frame
 carries the text, reads nothing) keep the tail following (`follow`), with those rows
 marked `stale`: their `content` is older than the seq. The next frame that reads the
@@ -96,7 +100,7 @@ def frame_tail(
         return FrameTail(latest_messages(conversation_id, limit), {})
     first, last, changes = span
     if changes.rebuilds is None or changes.full_refresh:
-        return FrameTail(latest_messages(conversation_id, limit), {})
+        return FrameTail(latest_messages(conversation_id, limit), dict(changes.written))
     key = key or key_of(conversation_id)
     kept = TAILS.get(key)
     if kept is not None and _leads_on(kept, first, changes):
@@ -107,7 +111,7 @@ def frame_tail(
             return FrameTail(tail, found[1])
     tail = latest_messages(conversation_id, limit)
     TAILS.put(key, KeptTail.of(last, changes.rebuilds, limit, tail))
-    return FrameTail(tail, {})
+    return FrameTail(tail, dict(changes.written))
 
 
 def _leads_on(kept: KeptTail, first: int, changes: ChangeSet) -> bool:
@@ -127,7 +131,12 @@ def advance(
     if limit > kept.limit and not kept.complete:
         return None  # more wanted than kept: the part before is not known
     wanted = set(changes.changed) | kept.stale
-    read = {message.pk: message for message in read_by_pk(wanted)} if wanted else {}
+    # The rows the frame's own ingest wrote are not read back (ChangeSet.written).
+    written = changes.written
+    unread = wanted - written.keys() if written else wanted
+    read = {message.pk: message for message in read_by_pk(unread)} if unread else {}
+    if written:
+        read.update((pk, written[pk]) for pk in wanted & written.keys())
     if len(read) != len(wanted):
         return None  # gone since (a later write removed it, a rebuild elsewhere)
     rows = _spliced(kept, read.values(), changes.created)
