@@ -71,20 +71,32 @@ def queries_of(conversation, events: list[dict]) -> int:
     return len(queries)
 
 
-def test_p2_an_unwatched_conversation_reads_and_renders_nothing_for_viewers(user):
+def test_p2_an_unwatched_conversation_reads_and_renders_nothing_for_viewers(user, monkeypatch):
+    frames_of: list = []  # the conversations whose frames were rendered
+
+    def change_frame(conversation, *args, **kwargs):
+        frames_of.append(conversation.pk)
+        return rendering(conversation, *args, **kwargs)
+
+    rendering = broadcast.change_frame
+    monkeypatch.setattr(broadcast, "change_frame", change_frame)
     watched, unwatched = (Conversation.objects.create(owner=user) for _ in range(2))
     join(group_name(watched.pk))
     for conversation in (watched, unwatched):
         ingest(conversation, {"type": "user.message", "content": "go", "run_id": "r1"})
     steps = [event for step in range(3) for event in tool_step(f"c{step}")]
+    frames_of.clear()
     with rendered() as names:
         cost_unwatched = queries_of(unwatched, steps)
     cost_watched = queries_of(watched, steps)
     if renders_only_for_members():
-        # The frame's reads (the conversation's tail, the batch) and its templates: gone.
-        assert cost_unwatched < cost_watched
-        assert names == []
+        assert frames_of == [watched.pk] * len(steps)
+        assert names == []  # nor its list row
+        # A watched tool step's frame mostly reads nothing now (its kept tail, the rows
+        # its ingest wrote: tests/test_frame_written_rows.py), so no fewer queries.
+        assert cost_unwatched <= cost_watched
     else:  # Redis: membership unknown, every frame and row rendered
+        assert sorted(frames_of) == sorted([unwatched.pk, watched.pk] * len(steps))
         assert cost_unwatched == cost_watched
         assert ROW in names
 
