@@ -303,6 +303,9 @@ OLD_DATA = {
         ],
         "Assistant · — tokens",
     ),
+    # PostgreSQL's json column holds "\u0000" (ingest refuses it now: SEC6); a key
+    # lookup in SQL reads the row as jsonb, which refuses it: the audit page broke.
+    "tokens of text with a NUL": ([{**STEP, "tokens": "1\x00"}], "Assistant · — tokens"),
     "tool duration_ms of 400 digits": (
         [{"type": "agent.tool.completed", **TOOL, "result": "ok", "duration_ms": HUGE}],
         "data-tool-duration>—<",

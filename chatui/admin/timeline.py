@@ -84,8 +84,10 @@ def _tokens(conversation: Conversation) -> dict[str, str]:
     when a stored value would be refused today (as on the page)."""
     sent: dict[str, list[Any]] = defaultdict(list)
     steps = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT)
-    for run_id, tokens in steps.values_list("run_id", "metadata__tokens"):
-        sent[run_id].append(tokens)
+    # The metadata whole, not `metadata__tokens`: on PostgreSQL a key lookup reads the
+    # json column as jsonb, which refuses an old row's "\u0000" anywhere in it.
+    for run_id, metadata in steps.values_list("run_id", "metadata"):
+        sent[run_id].append(metadata.get("tokens") if isinstance(metadata, dict) else None)
     shown: dict[str, str] = {}
     for run_id, values in sent.items():
         total = run_total(values, MAX_TOKENS, integral=True)
