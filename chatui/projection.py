@@ -1114,7 +1114,10 @@ class Projector:
         return message
 
     def _save(self, message: Message, event: Event) -> None:
-        """Record a change; `flush()` writes it."""
+        """Record a change; `flush()` writes it. The choices as the plain strings a read
+        gives, so the row as written is the row as read (`written_rows`)."""
+        message.role = str(message.role)
+        message.tool_status = str(message.tool_status)
         if message.role == Role.TOOL:
             _sync_tool_metadata(message)
         elif message.role == Role.STATUS:
@@ -1153,14 +1156,12 @@ class Projector:
         """The changed messages as this call wrote them, once it has flushed, each
         equal to the row read back: by pk, for its own on-commit frame (ChangeSet.
         written). Not: text appended in SQL (never read), a row with columns never
-        loaded. The choice enums become the plain strings a read gives."""
+        loaded."""
         rows: dict[int, Message] = {}
         changes = self.changes
         for pk, message in self._written.items():
             if pk not in changes.changed or pk in changes.appended:
                 continue
-            message.role = str(message.role)
-            message.tool_status = str(message.tool_status)
             if _as_read(message):
                 rows[pk] = message
         return rows
@@ -1365,12 +1366,11 @@ def _write_changed(messages: list[Message]) -> None:
 
 
 def _sync_tool_metadata(message: Message) -> None:
-    """The indexed columns are the truth for these keys; metadata mirrors them, as
-    the plain JSON strings a read gives (not the ToolStatus member)."""
+    """The indexed columns are the truth for these keys; metadata mirrors them."""
     meta = message.metadata
     meta["tool_call_id"] = message.tool_call_id
     meta["tool_name"] = message.tool_name
-    meta["tool_status"] = str(message.tool_status)
+    meta["tool_status"] = message.tool_status
 
 
 def _title_from(text: str) -> str:

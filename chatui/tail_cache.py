@@ -132,11 +132,9 @@ def advance(
         return None  # more wanted than kept: the part before is not known
     wanted = set(changes.changed) | kept.stale
     # The rows the frame's own ingest wrote are not read back (ChangeSet.written).
-    written = changes.written
-    unread = wanted - written.keys() if written else wanted
-    read = {message.pk: message for message in read_by_pk(unread)} if unread else {}
-    if written:
-        read.update((pk, written[pk]) for pk in wanted & written.keys())
+    read = {pk: changes.written[pk] for pk in wanted & changes.written.keys()}
+    if unread := wanted - read.keys():
+        read.update((message.pk, message) for message in read_by_pk(unread))
     if len(read) != len(wanted):
         return None  # gone since (a later write removed it, a rebuild elsewhere)
     rows = _spliced(kept, read.values(), changes.created)
