@@ -269,7 +269,7 @@ def _fmt(value: object) -> str:
 
 ASSISTANT_TEXT = (
     "Here is what I found in the repository. The failing test is in "
-    "`tests/test_api.py`, and the cause is a **missing index** on the lookup:\n\n"
+    "`tests/web/test_api.py`, and the cause is a **missing index** on the lookup:\n\n"
     "```python\nEvent.objects.filter(conversation=c, seq__gt=after).order_by('seq')\n```\n\n"
     "- the query scans every event of the conversation\n"
     "- the fix is one migration\n\nShall I apply it?"

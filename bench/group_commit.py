@@ -5,7 +5,7 @@
 Group commit: the writer thread would take the requests waiting for it into one
 transaction, each in a savepoint, and answer them after the one COMMIT (issue 12 lists
 it; docs/PERFORMANCE.md measured it). This plays the P2 event stream (`common.EventStream`,
-four conversations taking turns) through `chatui.ingest.ingest` in process, on one kept
+four conversations taking turns) through `chatui.ingest.service.ingest` in process, on one kept
 connection as the writer thread has, with the broadcast switched off (only the
 transaction is measured), four ways: each event alone (as shipped), and groups of 2 or 4
 events per transaction, with and without a savepoint per event. It reports CPU and wall
@@ -36,8 +36,8 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from chatui import ingest as ingest_module
-    from chatui.ingest import ingest
+    from chatui.ingest import service as ingest_module
+    from chatui.ingest.service import ingest
     from chatui.models import Conversation
 
     # The transaction only: no frame, no row (nobody watches these anyway).

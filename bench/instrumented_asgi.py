@@ -3,7 +3,7 @@
     daphne bench.instrumented_asgi:application   (CHATUI_BENCH_STAMPS=/path/file)
 
 Exactly `config.asgi.application`; in addition two receivers of the app's own
-`events_ingested` signal (sent by `chatui.ingest` in `transaction.on_commit`) append
+`events_ingested` signal (sent by `chatui.ingest.service` in `transaction.on_commit`) append
 a line per committed ingest to the file named by CHATUI_BENCH_STAMPS:
 
     C <conversation> <first_seq> <last_seq> <time.time()>   committed, before the broadcast
@@ -23,7 +23,7 @@ import time
 from config.asgi import application  # noqa: F401 — also sets Django up, so first
 
 # isort: split
-from chatui.ingest import events_ingested
+from chatui.ingest.service import events_ingested
 
 _out = open(os.environ["CHATUI_BENCH_STAMPS"], "a", buffering=1)  # noqa: SIM115
 
@@ -40,7 +40,7 @@ _broadcast_done = _stamp("B")
 events_ingested.connect(_committed, dispatch_uid="bench.committed")
 events_ingested.connect(_broadcast_done, dispatch_uid="bench.broadcast_done")
 # Receivers run in the order they connected: the commit stamp must come before the
-# broadcaster (chatui.broadcast.broadcast, connected when the app loaded).
+# broadcaster (chatui.live.broadcast.broadcast, connected when the app loaded).
 with events_ingested.lock:
     committed = [r for r in events_ingested.receivers if r[0][0] == "bench.committed"]
     events_ingested.receivers[:] = committed + [
@@ -77,7 +77,7 @@ if "frame-dispatch" in _experiments:
     # hop through the one shared sync thread — before *every* handler call, so each
     # frame costs each viewer a thread round trip although transcript_frame never
     # touches the database. Deliver frames directly instead.
-    from chatui.consumers import TranscriptConsumer
+    from chatui.live.consumers import TranscriptConsumer
 
     _dispatch = TranscriptConsumer.dispatch
 
@@ -104,7 +104,7 @@ if "socket-stamps" in _experiments:
     # `R|S <conversation> <first_seq> <last_seq> <time.time()>`.
     import re
 
-    from chatui.consumers import TranscriptConsumer
+    from chatui.live.consumers import TranscriptConsumer
 
     _marker = re.compile(r"<!--seq (\d+) (\d+)-->")
     _transcript_frame = TranscriptConsumer.transcript_frame
@@ -131,7 +131,7 @@ if "writer-profile" in _experiments:
     # so read it for shares, not times.
     import cProfile
 
-    from chatui import ingest_route
+    from chatui.server import ingest_route
 
     _profile = cProfile.Profile(time.thread_time)  # CPU: not the waits for the GIL
     _respond_on_the_wire = ingest_route._respond_on_the_wire

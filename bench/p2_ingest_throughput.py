@@ -10,7 +10,7 @@ conversation has one viewer socket connected (in a helper process), so each
 accepted ingest really renders and sends its frame. With `--rail` each viewer
 also opens the list rows socket the conversation page's rail opens (one user:
 each rail gets every conversation's rows); without it no list is open, and chatui
-renders no rows (chatui.broadcast.may_have_members). Two modes:
+renders no rows (chatui.live.broadcast.may_have_members). Two modes:
 
   batch   POST {"events": [...100 events...]}      target ≥ 2,000 events/s
   single  POST one event per request                target ≥ 400 requests/s

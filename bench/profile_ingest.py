@@ -51,12 +51,12 @@ def setup_django(data: Path) -> None:
 def watch(conversation) -> None:
     """A viewer's page, as in P2 with --rail: a channel in the conversation's group and
     in its owner's rows group (the rail), or chatui renders no frame and no row
-    (chatui.broadcast.may_have_members). Its queue fills up and then drops frames, as
+    (chatui.live.broadcast.may_have_members). Its queue fills up and then drops frames, as
     the in-memory layer does for a viewer that does not read."""
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from chatui.broadcast import group_name, rows_group
+    from chatui.live.broadcast import group_name, rows_group
 
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()

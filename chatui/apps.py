@@ -13,4 +13,4 @@ class ChatuiConfig(AppConfig):
         apply_defaults(settings)  # a host project sets only the CHATUI_* it changes
         # Connects the live push to ingest's on-commit signal, and the closing of
         # sockets whose access was taken away to auth's signals.
-        from . import broadcast, revocation  # noqa: F401
+        from chatui.live import broadcast, revocation  # noqa: F401

@@ -20,15 +20,15 @@ DEFAULTS: dict[str, Any] = {
     "CHATUI_MAX_EVENT_BYTES": MAX_EVENT_BYTES,
     "CHATUI_MAX_REQUEST_BYTES": 8 * 1024 * 1024,
     "CHATUI_MAX_JSON_DEPTH": 64,
-    # Edge limits (chatui.edge). Form encoding at most triples a message (%XX per
+    # Edge limits (chatui.server.edge). Form encoding at most triples a message (%XX per
     # non-ASCII byte, \n sent as %0D%0A), so the composer takes every message the
     # event limit takes.
     "CHATUI_MAX_FORM_BYTES": MAX_FORM_BYTES,
     "CHATUI_MAX_COMPOSER_BYTES": 3 * MAX_EVENT_BYTES + MAX_FORM_BYTES,
     "CHATUI_REQUEST_TIMEOUT": 30.0,
-    # Bearer tokens found valid are trusted this long without a lookup (chatui.tokens).
+    # Bearer tokens found valid are trusted this long without a lookup (chatui.web.tokens).
     "CHATUI_TOKEN_CACHE_SECONDS": 5.0,
-    # Sockets (chatui.consumers).
+    # Sockets (chatui.live.consumers).
     "CHATUI_WS_RECHECK_SECONDS": 60.0,
     "CHATUI_MAX_SOCKETS_PER_USER": 50,
     # Agents: where a webhook agent is told to post back, and the demo's pace.

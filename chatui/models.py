@@ -1,7 +1,7 @@
 """chatui's data: an append-only event log per conversation, and its projection.
 
 `Event` rows are the source of truth and are never updated or deleted by the app.
-`Message` and `Run` rows are a projection of them (SPEC §1): `chatui.ingest` is
+`Message` and `Run` rows are a projection of them (SPEC §1): `chatui.ingest.service` is
 the only code that writes them, and `reproject` can rebuild them at any time.
 """
 
@@ -124,7 +124,7 @@ class Conversation(FastLoad):
     failed_tool_count = models.PositiveIntegerField(default=0)
     # How many times its projection was rebuilt (`ingest.reproject`: new message rows
     # under the same seqs). What a process keeps of the projection between live frames
-    # is stamped with it, so a rebuild in another process is seen (chatui.tail_cache).
+    # is stamped with it, so a rebuild in another process is seen (chatui.live.tail_cache).
     rebuilds = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

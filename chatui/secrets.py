@@ -6,7 +6,7 @@ every other string. A masked secret is `••••` plus its last 4 characters
 
 Every pattern is linear: character classes with bounded or possessive-free simple
 repetition and no nested quantifiers, so a long hostile string costs one pass
-(tests/test_secrets.py times none, but proves a 1 MB adversarial input finishes).
+(tests/read/test_secrets_everywhere.py times none, but proves a 1 MB adversarial input finishes).
 The event log keeps what was sent; only presentation masks.
 """
 

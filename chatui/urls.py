@@ -5,7 +5,7 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from . import api, approval_views, health, replay_views, views
+from chatui.web import api, approval_views, health, replay_views, views
 
 #: One conversation's pages, under c/<conversation_id>/.
 conversation_pages = [

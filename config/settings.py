@@ -81,7 +81,7 @@ MIDDLEWARE = [
     # The security headers come before WhiteNoise, which answers static files itself:
     # static responses carry them too.
     "django.middleware.security.SecurityMiddleware",
-    "chatui.middleware.ContentSecurityPolicyMiddleware",
+    "chatui.web.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -137,7 +137,7 @@ SQLITE_OPTIONS = {
 POSTGRES_POOL = {
     # Per process. An ASGI process holds few connections at once (the threads running
     # its requests, its sockets' database calls, the agents' thread; for good: the
-    # token thread and 4 ingest writer threads, chatui.ingest_route), so N processes
+    # token thread and 4 ingest writer threads, chatui.server.ingest_route), so N processes
     # fit PostgreSQL's max_connections (100 by default; 200 under make run-cluster).
     "min_size": int(os.environ.get("CHATUI_DB_POOL_MIN", "2")),
     "max_size": int(os.environ.get("CHATUI_DB_POOL_MAX", "10")),
@@ -159,14 +159,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # code on a thread of its own (asgiref's ThreadSensitiveContext per request), so a
     # kept connection is never reused by the next request; it would only be left for
     # the garbage collector to close. The edge's token lookups and the events POST
-    # keep theirs on threads of their own (chatui.edge, chatui.ingest_route).
+    # keep theirs on threads of their own (chatui.server.edge, chatui.server.ingest_route).
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # Tests get a real file too: an in-memory shared-cache database locks whole
     # tables ("database table is locked") when a run's thread writes beside a request.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
-    # Django's backend, with each statement's placeholders converted once (chatui.sqlite).
-    DATABASES["default"]["ENGINE"] = "chatui.sqlite"
+    # Django's backend, with each statement's placeholders converted once (chatui.db.sqlite).
+    DATABASES["default"]["ENGINE"] = "chatui.db.sqlite"
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg 3's pool (Django 5.1+) instead of persistent connections, which Django
     # refuses beside a pool: a connection goes back to the pool at each request's end.
@@ -198,9 +198,9 @@ else:
     }
 
 # WebSockets (SEC4). An open socket re-checks its session and permission this often, as
-# a backstop for changes that send no signal (chatui.revocation handles those that do).
+# a backstop for changes that send no signal (chatui.live.revocation handles those that do).
 CHATUI_WS_RECHECK_SECONDS = float(app_setting("CHATUI_WS_RECHECK_SECONDS"))
-# Bearer tokens found valid are trusted this long without a lookup (chatui.tokens);
+# Bearer tokens found valid are trusted this long without a lookup (chatui.web.tokens);
 # a change made elsewhere that takes access away is seen within it. 0: look up every time.
 CHATUI_TOKEN_CACHE_SECONDS = app_setting("CHATUI_TOKEN_CACHE_SECONDS", float)
 # Sockets one user may hold open in one server process; more are closed with 4429.
@@ -225,7 +225,7 @@ STATIC_URL = "/static/"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-# Security headers (SEC3). The CSP itself is set by chatui.middleware.
+# Security headers (SEC3). The CSP itself is set by chatui.web.middleware.
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -254,7 +254,7 @@ CHATUI_MAX_REQUEST_BYTES = int(app_setting("CHATUI_MAX_REQUEST_BYTES"))
 CHATUI_MAX_JSON_DEPTH = DEFAULTS["CHATUI_MAX_JSON_DEPTH"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = CHATUI_MAX_REQUEST_BYTES
 
-# Edge limits (chatui.edge): refused as the request arrives, before its body is kept.
+# Edge limits (chatui.server.edge): refused as the request arrives, before its body is kept.
 # The API's is CHATUI_MAX_REQUEST_BYTES; forms (login, admin, stop) get this:
 CHATUI_MAX_FORM_BYTES = int(app_setting("CHATUI_MAX_FORM_BYTES"))
 # Form encoding at most triples a message (%XX per non-ASCII byte, \n sent as %0D%0A),

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from chatui import api
+from chatui.web import api
 
 # Under /api/ every answer is JSON, Django's own 400s and 404s included.
 handler400 = api.bad_request

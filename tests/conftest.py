@@ -1,17 +1,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 
-from chatui.ingest import ingest
+from chatui.ingest.service import ingest
 from chatui.models import ApiToken, Conversation
+from tests.support.api_client import ApiClient
 from tests.support.leftover_sockets import leftover_sockets_ended, track_communicators
 from tests.support.live import cluster_mode, drop_created_databases
 
@@ -19,35 +17,7 @@ __all__ = ["leftover_sockets_ended"]  # a fixture: see pytest_collection_modifyi
 
 track_communicators()
 
-FIXTURES = Path(__file__).parent / "fixtures"
 CLUSTER_TESTS = Path(__file__).parent / "cluster"
-
-
-def load_fixture(name: str) -> Any:
-    path = FIXTURES / name
-    if path.suffix == ".jsonl":
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return json.loads(path.read_text())
-
-
-class ApiClient:
-    """Django's test client with a bearer token and JSON helpers."""
-
-    def __init__(self, raw_token: str):
-        self.client = Client()
-        self.headers = {"Authorization": f"Bearer {raw_token}"}
-
-    def get(self, path: str, **params):
-        return self.client.get(path, params, headers=self.headers)
-
-    def post(self, path: str, body: Any = None, *, raw: bytes | None = None):
-        data = raw if raw is not None else json.dumps(body)
-        return self.client.post(
-            path, data=data, content_type="application/json", headers=self.headers
-        )
-
-    def post_events(self, conversation: Conversation, body: Any = None, *, raw=None):
-        return self.post(f"/api/v1/conversations/{conversation.pk}/events", body, raw=raw)
 
 
 @pytest.fixture
@@ -92,15 +62,15 @@ def chatui_server(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def writer_connections_closed_at_the_end(django_db_setup, django_db_blocker):
-    """The writer threads (chatui.writer) and the token lookup thread (chatui.tokens)
-    outlive every test and keep their database connections; before the test database
-    is dropped at the session's end they close them (PostgreSQL refuses to drop a
+    """The writer threads (chatui.ingest.writer_threads) and the token lookup thread
+    (chatui.web.tokens) outlive every test and keep their database connections; before
+    the test database is dropped at the session's end they close them (PostgreSQL refuses to drop a
     database someone is connected to). On a thread of its own: a browser test's
     Playwright may still hold this thread's event loop."""
     yield
     from django.db import connection
 
-    from chatui import tokens
+    from chatui.web import tokens
     from tests.support.writer import close_writer_connections
 
     with django_db_blocker.unblock():
@@ -113,8 +83,8 @@ def writer_connections_closed_at_the_end(django_db_setup, django_db_blocker):
 @pytest.fixture(autouse=True)
 def no_kept_tool_batches():
     """Live frames keep each conversation's latest tool batch per process
-    (chatui.batch_cache): a test starts without any another test's frames kept."""
-    from chatui import batch_cache
+    (chatui.live.batch_cache): a test starts without any another test's frames kept."""
+    from chatui.live import batch_cache
 
     batch_cache.BATCHES.clear()
     yield

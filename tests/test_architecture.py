@@ -1,5 +1,6 @@
-"""The package's shape (issue 10): no import cycles, no function-level imports that
-hide a layering inversion, no module much over 500 lines without a stated reason.
+"""The package's shape: one package per stage in one layer order, no import cycles, no
+function-level imports that hide a layering inversion, no library's private names outside
+the two packages that fence them, no module much over 500 lines without a stated reason.
 
 The import graph is built from the source with `ast`, so it sees what a reader sees.
 """
@@ -15,8 +16,9 @@ PACKAGE = Path(chatui.__file__).parent
 
 #: Function-level imports of chatui modules that are allowed, with the reason.
 ALLOWED_FUNCTION_IMPORTS = {
-    ("chatui.apps", "chatui.broadcast"): "AppConfig.ready is where Django connects signals",
-    ("chatui.apps", "chatui.revocation"): "AppConfig.ready is where Django connects signals",
+    ("chatui.apps", "chatui.live"): "AppConfig.ready is where Django connects signals",
+    ("chatui.apps", "chatui.live.broadcast"): "AppConfig.ready is where Django connects signals",
+    ("chatui.apps", "chatui.live.revocation"): "AppConfig.ready is where Django connects signals",
 }
 
 
@@ -121,8 +123,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_import_graph_is_built_from_the_source():
-    assert "chatui.selectors" in GRAPH["chatui.views"][0]
-    assert "chatui.ingest" in GRAPH["chatui.broadcast"][0]
+    assert "chatui.read.selectors" in GRAPH["chatui.web.views"][0]
+    assert "chatui.ingest.service" in GRAPH["chatui.live.broadcast"][0]
 
 
 def test_no_import_cycles_between_chatui_modules():
@@ -158,3 +160,93 @@ def test_modules_over_500_lines_state_why_in_their_docstring():
                 where = path.relative_to(PACKAGE.parent)
                 unexplained.append(f"{where} ({source.count(chr(10))} lines)")
     assert unexplained == []
+
+
+# -- the layers -------------------------------------------------------------------------
+
+#: The stages, lowest first. A module may import modules of its own layer and of the
+#: layers below it, never above: the write path cannot reach the page, reads cannot
+#: reach live delivery, and only the top knows the server.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # Plain rules every layer shares: settings' defaults, the JSON field, text hygiene
+    # and secret masking (the index is written masked, so ingest needs them too).
+    ("base", ("chatui", "chatui.conf", "chatui.fields", "chatui.text", "chatui.secrets")),
+    ("db", ("chatui.db",)),
+    ("models", ("chatui.models", "chatui.access")),
+    ("ingest", ("chatui.ingest",)),
+    # Agents and importers write through ingest and never read the page; the page
+    # asks the agents whether a conversation takes input (read.pages), so they sit below.
+    ("agents", ("chatui.agents", "chatui.importers")),
+    ("read", ("chatui.read",)),
+    ("live", ("chatui.live",)),
+    ("web", ("chatui.web", "chatui.admin", "chatui.urls")),
+    ("server", ("chatui.server", "chatui.asgi", "chatui.apps", "chatui.management")),
+    ("outside", ("chatui.client",)),  # re-exports the runtime client; imports no stage
+]
+
+#: Imports against the order that are allowed, each with its reason. Empty is the goal.
+ALLOWED_AGAINST_THE_ORDER: dict[tuple[str, str], str] = {}
+
+#: Within `read`: queries never import the renderer (what both need lives below it).
+READ_QUERIES = ("chatui.read.selectors", "chatui.read.search")
+RENDERER = "chatui.read.presenters"
+
+
+def layer_of(module: str) -> int:
+    best, found = -1, None
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), rank
+    assert found is not None, f"{module} is in no layer: add it to LAYERS"
+    return found
+
+
+def against_the_order(graph: dict[str, tuple[set[str], set[str]]]) -> set[tuple[str, str]]:
+    """Every (importer, imported) pair where the imported module sits in a higher layer,
+    function-level imports included."""
+    return {
+        (module, target)
+        for module, (top, inner) in graph.items()
+        for target in top | inner
+        if layer_of(target) > layer_of(module)
+    }
+
+
+def test_every_module_is_in_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_imports_follow_the_layer_order():
+    found = against_the_order(GRAPH) - set(ALLOWED_AGAINST_THE_ORDER) - set(
+        ALLOWED_FUNCTION_IMPORTS
+    )
+    assert found == set()
+
+
+def test_a_wrong_way_import_fails_the_layer_check():
+    """The check is real: the write path importing the page is caught."""
+    graph = {module: (set(top), set(inner)) for module, (top, inner) in GRAPH.items()}
+    graph["chatui.ingest.service"][0].add("chatui.read.presenters")
+    graph["chatui.db.prepared"][1].add("chatui.web.views")
+    assert {
+        ("chatui.ingest.service", "chatui.read.presenters"),
+        ("chatui.db.prepared", "chatui.web.views"),
+    } <= against_the_order(graph)
+
+
+def test_read_queries_never_import_the_renderer():
+    for module in READ_QUERIES:
+        top, inner = GRAPH[module]
+        assert RENDERER not in top | inner, module
+
+
+#: Besides the stage packages (ingest, read, live, web, server, db, admin, agents,
+#: importers, management), at most this many modules at chatui's top level.
+TOP_LEVEL_MODULES = 12
+
+
+def test_chatui_top_level_holds_few_modules():
+    modules = [path.name for path in PACKAGE.glob("*.py")]
+    assert len(modules) <= TOP_LEVEL_MODULES, sorted(modules)

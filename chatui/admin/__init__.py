@@ -1,7 +1,7 @@
 """The Django admin as the auditing tool (SPEC §11).
 
 Everything here reads; nothing writes a Message, a Run or an Event except
-through `chatui.ingest` (the import view) and `reproject` (the re-project
+through `chatui.ingest.service` (the import view) and `reproject` (the re-project
 action). Conversations, messages, events and runs are read-only for everyone,
 superusers included; events (and the conversations that own them) can never be
 deleted from the admin.
@@ -22,7 +22,7 @@ stylesheet and read-only permissions), audit.py the conversation audit page.
 - API tokens: listed without their hashes; superusers may revoke (delete) them.
   Tokens are created with `manage.py create_api_token`.
 
-Invisible characters are shown to auditors as visible markers (`chatui.reveal`);
+Invisible characters are shown to auditors as visible markers (`chatui.read.reveal`);
 the stored text is never changed.
 
 Untrusted text is escaped everywhere: whatever is marked safe here is built by

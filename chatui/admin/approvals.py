@@ -7,7 +7,8 @@ from django.contrib import admin
 from django.db.models import Exists, OuterRef
 from django.utils.html import format_html, format_html_join
 
-from ..models import Conversation, Event
+from chatui.models import Conversation, Event
+
 from .filters import ExistsFilter
 
 APPROVAL_TYPES = ("agent.tool.approval_requested", "tool.approval")

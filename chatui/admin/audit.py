@@ -9,15 +9,16 @@ from typing import Any
 from django.http import HttpRequest
 from django.urls import reverse
 
-from .. import presenters, selectors
-from ..models import Conversation, Message
-from ..reveal import (
+from chatui.models import Conversation, Message
+from chatui.read import presenters, selectors
+from chatui.read.reveal import (
     SHOW_INVISIBLE,
     pretty_json,
     reveal_invisible,
     reveal_text,
     revealed_block,
 )
+
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
 from .timeline import first_error_anchor, run_summaries
 

@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..models import Conversation, Message, Role, ToolStatus
-from ..reveal import reveal_invisible
-from ..secrets import mask_text, mask_value
+from chatui.models import Conversation, Message, Role, ToolStatus
+from chatui.read.reveal import reveal_invisible
+from chatui.secrets import mask_text, mask_value
 
 LIST_TEXT_CHARS = 120
 #: Holders may reveal one tool entry's secrets; each reveal is recorded (T3).

@@ -22,12 +22,13 @@ from django.utils.html import format_html
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
-from .. import search
-from ..exporters import EXPORT_FORMATS, export_text
-from ..ingest import reproject
-from ..models import Conversation
-from ..reveal import reveal_invisible
-from ..selectors import message_count
+from chatui.ingest.service import reproject
+from chatui.models import Conversation
+from chatui.read import search
+from chatui.read.exporters import EXPORT_FORMATS, export_text
+from chatui.read.reveal import reveal_invisible
+from chatui.read.selectors import message_count
+
 from .approvals import HasApprovalsFilter, approval_decisions
 from .audit import audit_context
 from .base import ERROR_Q, VIEW_SECRETS, AuditAdmin

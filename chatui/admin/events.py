@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from ..exporters import masked_event
-from ..models import Event
-from ..reveal import pretty_json
+from chatui.models import Event
+from chatui.read.exporters import masked_event
+from chatui.read.reveal import pretty_json
+
 from .base import ConversationFilter, ConversationScopedAdmin, revealed
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import Exists, OuterRef
 
-from ..models import Message, Role
-from ..reveal import reveal_invisible
-from ..text import clip
+from chatui.models import Message, Role
+from chatui.read.reveal import reveal_invisible
+from chatui.text import clip
+
 from .base import ERROR_Q
 
 

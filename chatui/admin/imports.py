@@ -12,11 +12,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from .. import services
-from ..importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
-from ..importers.base import max_import_bytes
-from ..reveal import reveal_text
-from ..text import human_size
+from chatui.importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
+from chatui.importers.base import max_import_bytes
+from chatui.ingest import conversations as services
+from chatui.read.reveal import reveal_text
+from chatui.text import human_size
 
 IMPORT_FORMAT_LABELS = {
     "openai": "OpenAI chat messages (JSON)",

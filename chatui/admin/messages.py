@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from ..models import Message
-from ..reveal import pretty_json, reveal_invisible, revealed_block
-from ..text import clip, collapse_newlines
+from chatui.models import Message
+from chatui.read.reveal import pretty_json, reveal_invisible, revealed_block
+from chatui.text import clip, collapse_newlines
+
 from .base import (
     LIST_TEXT_CHARS,
     ConversationFilter,

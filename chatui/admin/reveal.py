@@ -10,8 +10,9 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from ..models import Message, Role, SecretReveal
-from ..reveal import pretty_json, reveal_invisible, revealed_block
+from chatui.models import Message, Role, SecretReveal
+from chatui.read.reveal import pretty_json, reveal_invisible, revealed_block
+
 from .base import VIEW_SECRETS
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from ..models import Run
-from ..reveal import reveal_invisible, revealed_block
-from ..text import clip
+from chatui.models import Run
+from chatui.read.reveal import reveal_invisible, revealed_block
+from chatui.text import clip
+
 from .base import LIST_TEXT_CHARS, ConversationFilter, ConversationScopedAdmin, revealed
 
 

@@ -21,11 +21,11 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from ..events import MAX_TOKENS
-from ..models import Conversation, Message, Role, Run, ToolStatus
-from ..presenters import MALFORMED, duration_text, is_assistant_shown, run_total
-from ..reveal import reveal_invisible
-from ..text import format_duration, format_tokens
+from chatui.ingest.events import MAX_TOKENS
+from chatui.models import Conversation, Message, Role, Run, ToolStatus
+from chatui.read.presenters import MALFORMED, duration_text, is_assistant_shown, run_total
+from chatui.read.reveal import reveal_invisible
+from chatui.text import format_duration, format_tokens
 
 EXACT = "%Y-%m-%d %H:%M:%S"
 

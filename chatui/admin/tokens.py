@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from ..models import ApiToken, SecretReveal
+from chatui.models import ApiToken, SecretReveal
+
 from .base import AuditAdmin, ReadOnlyAdmin
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .. import approvals
+from chatui.ingest import approvals
+
 from .base import ToolCall
 from .runner import db
 

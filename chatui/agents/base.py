@@ -4,7 +4,7 @@ An agent is any object with a name, an `accepts_interjections` flag and an
 async `run(ctx)`. It never builds event dicts by hand: `RunContext` and the
 handles it gives out (`AssistantTurn`, `ToolCall`) are the only places where
 the shapes of SPEC §2 are written, and every event they make goes through the
-run's sink, which is `chatui.ingest.ingest` (run in a thread by the runner).
+run's sink, which is `chatui.ingest.service.ingest` (run in a thread by the runner).
 
 Ids are derived from the run id and counters — never from the clock — so a
 deterministic agent produces the same ids, event ids and messages every time:
@@ -27,8 +27,8 @@ from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
-from ..reveal import is_invisible
-from ..text import clip
+from chatui.read.reveal import is_invisible
+from chatui.text import clip
 
 if TYPE_CHECKING:
     import httpx

@@ -17,8 +17,9 @@ import json
 import re
 import time
 
-from .. import approvals
-from ..text import first_line, humanise_tool_name
+from chatui.ingest import approvals
+from chatui.text import first_line, humanise_tool_name
+
 from .approval import ask_approval, wait_for_decision
 from .base import AgentError, RunContext, demo_delay, estimate_tokens
 from .planner import Planned, plan_tools, wants

@@ -32,8 +32,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from ..ingest import ingest
-from ..models import Conversation, ConversationStatus, Run
+from chatui.ingest.service import ingest
+from chatui.models import Conversation, ConversationStatus, Run
+
 from .base import RunContext, RunInProgress
 from .runs import RunSpec, db, fail_run
 

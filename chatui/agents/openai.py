@@ -28,7 +28,8 @@ from typing import Any
 
 import httpx
 
-from ..models import Message, Role
+from chatui.models import Message, Role
+
 from .base import (
     REMOTE_BODY_BYTES,
     AgentError,

@@ -9,7 +9,7 @@ loop. `stop_run` and `wait_for_run` work from any loop. The task
 
 1. ingests `agent.status running` with the run id,
 2. awaits `agent.run(ctx)` — the agent reports everything through `ctx`, whose
-   only way out is `chatui.ingest.ingest`, run in a worker thread,
+   only way out is `chatui.ingest.service.ingest`, run in a worker thread,
 3. ingests `completed` when the agent returns (unless the run already ended),
    or `failed` with a readable `error_message` when it raised, crashed, or was
    stopped (`stop_run`: "stopped by user").
@@ -44,7 +44,8 @@ from typing import Any
 from asgiref.sync import SyncToAsync
 from django.conf import settings
 
-from ..models import Conversation, ConversationStatus, Run
+from chatui.models import Conversation, ConversationStatus, Run
+
 from . import dispatch
 from .base import Agent, AgentError, RunContext, RunInProgress
 from .registry import AGENTS, get_agent, register_agent

@@ -17,8 +17,9 @@ from typing import Any
 from asgiref.sync import SyncToAsync
 from django.db import close_old_connections
 
-from ..ingest import EventError, ingest
-from ..models import Conversation, ConversationStatus, Message, Role, Run, ToolStatus
+from chatui.ingest.service import EventError, ingest
+from chatui.models import Conversation, ConversationStatus, Message, Role, Run, ToolStatus
+
 from .base import Agent, tool_failed_event
 from .registry import AGENTS, get_agent
 

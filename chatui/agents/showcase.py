@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import Conversation
+from chatui.models import Conversation
+
 from .registry import get_agent
 from .runner import launch
 from .runs import RunSpec, new_run_id

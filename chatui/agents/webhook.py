@@ -41,8 +41,9 @@ import httpx
 from django.db import OperationalError
 from django.urls import reverse
 
-from ..ingest import events_ingested
-from ..models import ConversationStatus, Event
+from chatui.ingest.service import events_ingested
+from chatui.models import ConversationStatus, Event
+
 from .base import (
     AgentError,
     RunContext,

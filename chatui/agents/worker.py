@@ -13,7 +13,7 @@ Every `CHATUI_RUN_HEARTBEAT_SECONDS` it
   got no answer in time, or reaped): nothing of theirs is written afterwards;
 - sweeps: fails every run whose heartbeat is older than `CHATUI_RUN_LOST_SECONDS`
   ("worker lost", or "no run worker took the run"), through `ingest`; and records
-  `expired` for tool approvals past their deadline (chatui.approvals).
+  `expired` for tool approvals past their deadline (chatui.ingest.approvals).
 
 So a worker killed mid-run leaves its runs failed within LOST + HEARTBEAT seconds
 of its death, as long as any worker (or the web process a viewer asks) remains.
@@ -31,8 +31,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import approvals
-from ..models import Conversation, ConversationStatus, Run
+from chatui.ingest import approvals
+from chatui.models import Conversation, ConversationStatus, Run
+
 from . import runner
 from .dispatch import RUN_QUEUE, reap_lost_runs
 from .runner import RunInProgress

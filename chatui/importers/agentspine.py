@@ -5,8 +5,8 @@ captures in tests/fixtures/agentspine/): `agent_start`, per round `turn_start`,
 `message_start`/`message_update`/`message_end`, `tool_execution_start`/
 `tool_execution_update`/`tool_execution_end`, `turn_end`; then `agent_end`.
 
-chatui's ingest speaks this dialect itself (SPEC §2 aliases, chatui.events and
-chatui.projection), so a file is imported exactly as a live runtime posts it: the
+chatui's ingest speaks this dialect itself (SPEC §2 aliases, chatui.ingest.events and
+chatui.ingest.projection), so a file is imported exactly as a live runtime posts it: the
 same mapping, the same message naming, the same failure rules. The importer only
 checks each line is an event with a type, stamps ids and times (base.py) and wraps
 the file in one run; an event type chatui does not know is skipped and counted.
@@ -15,7 +15,7 @@ the file in one run; an event type chatui does not know is skipped and counted.
 
 from __future__ import annotations
 
-from chatui.events import ALIASES
+from chatui.ingest.events import ALIASES
 
 from .base import Builder, Draft, TranscriptError, decode, jsonl_lines, source_time
 

@@ -1,10 +1,10 @@
-"""The full-text index of SPEC §15, in the database's own engine (see chatui.search).
+"""The full-text index of SPEC §15, in the database's own engine (see chatui.read.search).
 
 SQLite: two FTS5 tables — chatui_message_search (rowid = message id) and
 chatui_title_search (title, and the conversation's id as a token to find its row).
 PostgreSQL: two tables with a `tsvector` column and a GIN index each.
 
-chatui.search writes them inside ingest's transaction. Deleting is the database's
+chatui.read.search writes them inside ingest's transaction. Deleting is the database's
 job: a trigger removes a message's (or conversation's) row with it, whoever deletes
 it — reconciliation, re-projection, a cascade, a test's flush. (On SQLite a trigger
 lives with its table: if a later migration makes Django rebuild chatui_message or
@@ -97,7 +97,7 @@ def _statements(vendor: str, *, drop: bool) -> list[str]:
 def create_index(apps, schema_editor):
     for statement in _statements(schema_editor.connection.vendor, drop=False):
         schema_editor.execute(statement, params=None)
-    from chatui import search
+    from chatui.read import search
 
     search.rebuild(apps.get_model("chatui", "Message"), apps.get_model("chatui", "Conversation"))
 

@@ -1,7 +1,7 @@
 """Count a conversation's projection rebuilds (SPEC §8 P2, issue 12).
 
 Live frames keep a conversation's latest messages per process and bring them up to
-date from each ingest's ChangeSet (chatui.tail_cache). `ingest.reproject` writes new
+date from each ingest's ChangeSet (chatui.live.tail_cache). `ingest.reproject` writes new
 rows under the same seqs, which no seq stamp can tell: it bumps this counter, which
 every ingest reads under the conversation's row lock, so a kept copy from before a
 rebuild in another process is never used.

@@ -70,7 +70,7 @@ def renamed(events: list[dict], prefix: str) -> list[dict]:
 def fill() -> tuple[Any, Any]:
     from django.contrib.auth.models import User
 
-    from chatui.ingest import ingest
+    from chatui.ingest.service import ingest
     from chatui.models import Conversation
 
     run = json.loads((ROOT / "tests/fixtures/recorded_run.json").read_text())
@@ -87,9 +87,10 @@ def fill() -> tuple[Any, Any]:
 def hot_paths(big, owner) -> list[tuple[str, Callable[[], Any]]]:
     from django.test import Client
 
-    from chatui import frames, selectors
-    from chatui.ingest import ingest
+    from chatui.ingest.service import ingest
+    from chatui.live import frames
     from chatui.models import Message
+    from chatui.read import selectors
 
     client = Client()
     client.force_login(owner)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.support.browser import AUDITOR, AUDITOR_PASSWORD, Watch
 from tests.support.live import PASSWORD, USERNAME
 
 CHROMIUM_ARGS = [
@@ -56,30 +55,6 @@ def auth_state(browser, chatui_server, tmp_path_factory) -> str:
     return path
 
 
-@dataclass
-class Watch:
-    """What a page did that it never should: dialogs, errors, foreign requests."""
-
-    origin: str
-    dialogs: list[str] = field(default_factory=list)
-    page_errors: list[str] = field(default_factory=list)
-    console_errors: list[str] = field(default_factory=list)
-    foreign_requests: list[str] = field(default_factory=list)
-
-    def attach(self, page: Page) -> None:
-        page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
-        page.on("pageerror", lambda error: self.page_errors.append(str(error)))
-        page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
-        page.on("request", self._request)
-
-    def _request(self, request) -> None:
-        url = urlparse(request.url)
-        if url.scheme in ("http", "https", "ws", "wss") and (
-            f"{url.hostname}:{url.port}" != self.origin
-        ):
-            self.foreign_requests.append(request.url)
-
-
 @pytest.fixture
 def open_page(browser, auth_state, chatui_server):
     """Open pages (tabs) logged in as the e2e user; each with its Watch."""
@@ -105,3 +80,19 @@ def open_page(browser, auth_state, chatui_server):
 def page(open_page):
     page, _ = open_page("/")
     return page
+
+
+@pytest.fixture(scope="module")
+def auditor_login(chatui_server) -> tuple[str, str]:
+    """A staff user in the `auditor` group on the live server's own database."""
+    chatui_server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import Group, User\n"
+        f"user, _ = User.objects.get_or_create(username={AUDITOR!r})\n"
+        "user.is_staff = True\n"
+        f"user.set_password({AUDITOR_PASSWORD!r})\n"
+        "user.save()\n"
+        "user.groups.add(Group.objects.get(name='auditor'))\n",
+    )
+    return AUDITOR, AUDITOR_PASSWORD

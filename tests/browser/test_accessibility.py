@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Watch
-from tests.browser.test_admin import auditor_login  # noqa: F401 (fixture)
-from tests.browser.test_live import completed, started, wait_connected
 from tests.support.axe import assert_no_serious_violations
+from tests.support.browser import Watch, completed, started, wait_connected
 from tests.support.showcase import showcase_events
 
 SCHEMES = ["light", "dark"]
@@ -120,7 +118,7 @@ def test_sec10_axe_conversation_during_and_after_a_streaming_run(schemed, chatui
 def test_sec10_axe_admin_change_page(
     browser,
     chatui_server,
-    auditor_login,  # noqa: F811 (the imported fixture)
+    auditor_login,
     finished,
     scheme,
 ):

@@ -5,28 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import Watch
+from tests.support.browser import Watch
 from tests.support.showcase import showcase_events
 
-AUDITOR = "auditor-e2e"
-AUDITOR_PASSWORD = "auditor-e2e-password-1"
 RLO = "\u202e"
-
-
-@pytest.fixture(scope="module")
-def auditor_login(chatui_server) -> tuple[str, str]:
-    """A staff user in the `auditor` group on the live server's own database."""
-    chatui_server.manage(
-        "shell",
-        "-c",
-        "from django.contrib.auth.models import Group, User\n"
-        f"user, _ = User.objects.get_or_create(username={AUDITOR!r})\n"
-        "user.is_staff = True\n"
-        f"user.set_password({AUDITOR_PASSWORD!r})\n"
-        "user.save()\n"
-        "user.groups.add(Group.objects.get(name='auditor'))\n",
-    )
-    return AUDITOR, AUDITOR_PASSWORD
 
 
 @pytest.fixture(scope="module")

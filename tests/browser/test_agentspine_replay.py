@@ -8,7 +8,8 @@ captures as recorded carry no timestamps, so they replay DEFAULT_GAP_S apart).
 
 Watched live, over the WebSocket only (the page is never reloaded):
 - on `tool_execution_start` the card is in the page, running, before the tool's end
-  is posted, and looks as golden/<capture>.txt recorded it (tests/test_agentspine_golden.py);
+  is posted, and looks as golden/<capture>.txt recorded it
+  (tests/importers/test_agentspine_golden.py);
 - on `tool_execution_update` the entry's progress moves: its progress line, bar and
   output are what the golden file recorded after that very event;
 - at the end the live transcript is the golden one (S3: what a fresh load shows), so
@@ -22,15 +23,15 @@ from datetime import datetime
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.conftest import load_fixture
-from tests.support.golden import entry_text, transcript_text
-from tests.test_agentspine_golden import (
+from tests.support.agentspine import (
     CAPTURES,
     final_part,
     golden_path,
     running_snapshots,
     snapshot_key,
 )
+from tests.support.fixtures import load_fixture
+from tests.support.golden import entry_text, transcript_text
 
 MAX_GAP_S = 0.3
 DEFAULT_GAP_S = 0.05

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_live import wait_connected
+from tests.support.browser import wait_connected
 
 OTHER = "approval-stranger"
 OTHER_PASSWORD = "stranger-password-1"

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Watch
-from tests.browser.test_admin import auditor_login  # noqa: F401 (a fixture)
+from tests.support.browser import Watch
 from tests.support.showcase import showcase_events
 
 HEADING_ANSWER = {
@@ -40,7 +39,7 @@ def admin_page(browser, chatui_server, login, width: int, height: int = 900):
 
 
 @pytest.fixture
-def auditor_at(browser, chatui_server, auditor_login):  # noqa: F811
+def auditor_at(browser, chatui_server, auditor_login):
     contexts = []
 
     def opener(width: int, height: int = 900):

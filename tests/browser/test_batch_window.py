@@ -4,7 +4,7 @@ lands in the windowed batch."""
 
 from __future__ import annotations
 
-from tests.test_batch_window import call_events
+from tests.support.batch_events import call_events
 
 CALLS = 450
 

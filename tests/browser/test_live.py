@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import completed, normalised, post, started, wait_connected
 from tests.support.showcase import showcase_events
-
-
-def started(call_id: str, name: str = "run_cmd", **extra) -> dict:
-    return {
-        "type": "agent.tool.started",
-        "tool_call_id": call_id,
-        "tool_name": name,
-        "run_id": "live",
-        **extra,
-    }
-
-
-def completed(call_id: str, **extra) -> dict:
-    return {"type": "agent.tool.completed", "tool_call_id": call_id, "run_id": "live", **extra}
 
 
 @pytest.fixture
@@ -39,15 +24,6 @@ def live_page(chatui_server, open_page):
     wait_connected(page)
     yield page, conversation_id
     assert watch.page_errors == []
-
-
-def wait_connected(page) -> None:
-    """The ws extension has opened its socket (a frame can now arrive)."""
-    page.wait_for_function("() => window.__chatuiSocketOpen === true")
-
-
-def post(chatui_server, conversation_id, *events) -> None:
-    chatui_server.post_events(conversation_id, list(events))
 
 
 def test_l1_l2_card_in_dom_while_tool_still_running(chatui_server, live_page):
@@ -111,17 +87,6 @@ def test_two_tabs_stay_in_sync(chatui_server, live_page, open_page):
             "data-status", "running", timeout=5000
         )
     assert normalised(page) == normalised(other)
-
-
-def normalised(page) -> str:
-    """The transcript's HTML, without what legitimately differs between renders:
-    the open/closed state a reader toggled, client-added copy buttons, timers."""
-    html = page.inner_html("#transcript")
-    html = re.sub(r'<button type="button" class="copy-button"[^>]*>Copy</button>', "", html)
-    html = re.sub(r' data-copy-ready=""', "", html)
-    html = re.sub(r"(<time[^>]*>)[^<]*(</time>)", r"\1\2", html)
-    html = re.sub(r"\s+", " ", html)
-    return html.strip()
 
 
 def test_l3_rel4_server_killed_mid_run_page_ends_with_every_event_once(

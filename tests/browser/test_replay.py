@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_live import normalised
+from tests.support.browser import normalised
 from tests.support.showcase import showcase_events
 
 FRAMES_SEEN = """() => {

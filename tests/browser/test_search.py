@@ -47,7 +47,7 @@ def searchable(chatui_server) -> dict[str, str]:
         "-c",
         "from django.contrib.auth.models import User;"
         "from chatui.models import Conversation;"
-        "from chatui.ingest import ingest;"
+        "from chatui.ingest.service import ingest;"
         f"owner = User.objects.create_user({OTHER_USER!r}, password='stranger-password-1');"
         "theirs = Conversation.objects.create(owner=owner, title='Stranger');"
         f"ingest(theirs, {json.dumps({'type': 'user.message', 'content': secret})});"

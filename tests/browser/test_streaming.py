@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.browser import test_live
-from tests.browser.test_live import normalised, post, wait_connected
+from tests.support.browser import normalised, post, wait_connected
 
 live_page = test_live.live_page  # the fixture: a page watching a running conversation
 
@@ -103,7 +103,7 @@ def test_p5_joined_text_frame_skips_what_a_later_rendered_bubble_has_and_escapes
     frame's deltas; those are skipped, the others appended once, as text. The frames
     reach the page over its real socket (routed: held back from the server, and sent
     in the order a race would bring them)."""
-    from chatui.frames import delta_part, marker
+    from chatui.live.frames import delta_part, marker
 
     conversation_id = chatui_server.new_conversation("race")
     post(

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_live import completed, post, started, wait_connected
+from tests.support.browser import completed, post, started, wait_connected
 
 AT_BOTTOM = (
     "() => { const s = document.scrollingElement;"

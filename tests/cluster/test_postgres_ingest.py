@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chatui.ingest import ingest
+from chatui.ingest.service import ingest
 from chatui.models import Conversation, Event, Message
 from tests.cluster.conftest import PATIENCE, backends_waiting_for_a_lock, row_locked, wait_for
 
@@ -61,7 +61,7 @@ def test_deadlock_while_ingesting_is_retried_not_raised(user, caplog):
     """A real deadlock: ingest holds the conversation's row and wants a message's row,
     which another transaction holds while it asks for the conversation's. PostgreSQL
     aborts ingest's transaction (40P01); ingest runs it again and succeeds."""
-    caplog.set_level(logging.WARNING, logger="chatui.ingest")
+    caplog.set_level(logging.WARNING, logger="chatui.ingest.service")
     conversation = Conversation.objects.create(owner=user, title="deadlock")
     ingest(
         conversation,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from chatui import frames
-from chatui.ingest import ingest
+from chatui.ingest.service import ingest
+from chatui.live import frames
 from chatui.models import Conversation
 
 

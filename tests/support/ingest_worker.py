@@ -11,7 +11,7 @@ import django
 def main(conversation_id: str, worker: str, count: int) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
-    from chatui.ingest import ingest
+    from chatui.ingest.service import ingest
     from chatui.models import Conversation
 
     conversation = Conversation.objects.get(pk=conversation_id)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from chatui.exporters import export_text
 from chatui.models import Conversation, Event, Message, Run
+from chatui.read.exporters import export_text
 
 
 def assert_failure_leaks_nothing(

@@ -8,7 +8,7 @@ them without a limit. channels-redis's `receive` sits in a blocking BZPOPMIN, an
 redis-py now and again swallows the cancellation of such a read (the task is left
 "cancelling" and reads again): the run then hung in asyncio's `_cancel_all_tasks`
 (seen in `make test-cluster` once in five full runs; reproduced on the third run of
-a loop of tests/test_consumer.py, and every time for a refused origin).
+a loop of tests/live/test_consumer.py, and every time for a refused origin).
 
 So each asyncio test sends its sockets the disconnect, then cancels what is still
 running, again if a cancellation was swallowed (a BZPOPMIN returns within 5 s), and

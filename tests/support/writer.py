@@ -1,4 +1,4 @@
-"""Tests that run code on chatui.writer's threads (which outlive a test)."""
+"""Tests that run code on chatui.ingest.writer_threads's threads (which outlive a test)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 from django.db import connection
 
-from chatui.writer import on_writer, writer_count
+from chatui.ingest.writer_threads import on_writer, writer_count
 
 
 async def close_writer_connections() -> None:

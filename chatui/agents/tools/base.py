@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...events import result_text
-from ..base import ToolCall, setting
+from chatui.agents.base import ToolCall, setting
+from chatui.ingest.events import result_text
 
 if TYPE_CHECKING:  # annotations only: the toolbox and sandbox build on this module
     from .sandbox import Sandbox

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...text import first_line, human_size
-from ..planner import Planned, plan_tools
+from chatui.agents.planner import Planned, plan_tools
+from chatui.text import first_line, human_size
+
 from .base import Result, Tool, ToolEnv, ToolError, off_loop, params
 from .calculator import format_number, safe_eval
 from .sandbox import MAX_READ_BYTES, Sandbox

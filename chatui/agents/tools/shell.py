@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from ...text import first_line
+from chatui.text import first_line
+
 from .base import ToolError
 from .sandbox import MAX_READ_BYTES, Sandbox
 

@@ -9,7 +9,8 @@ import inspect
 import logging
 from typing import Any
 
-from ..base import ToolCall
+from chatui.agents.base import ToolCall
+
 from .base import (
     Result,
     Tool,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from chatui.approvals import expire_all_overdue
+from chatui.ingest.approvals import expire_all_overdue
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """manage.py export_transcript CONVERSATION_ID --format messages|events|otlp [--output FILE]
 [--reveal-secrets]
 
-Writes a conversation's export (see `chatui.exporters`) to standard output, or
+Writes a conversation's export (see `chatui.read.exporters`) to standard output, or
 to FILE. Reads only. Secrets in tool text are masked (T3) unless
 `--reveal-secrets`: the command has no user whose `chatui.view_secrets` could
 decide, so whoever can run manage.py (and read the database anyway) chooses.
@@ -13,8 +13,8 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chatui.exporters import EXPORT_FORMATS, iter_export
 from chatui.models import Conversation
+from chatui.read.exporters import EXPORT_FORMATS, iter_export
 
 
 class Command(BaseCommand):

@@ -16,8 +16,8 @@ from django.db import transaction
 
 from chatui.importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
 from chatui.importers.base import max_import_bytes
+from chatui.ingest.conversations import create_conversation
 from chatui.models import Conversation
-from chatui.services import create_conversation
 
 
 class Command(BaseCommand):

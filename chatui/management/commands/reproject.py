@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from chatui.ingest import reproject
+from chatui.ingest.service import reproject
 from chatui.models import Conversation
 
 

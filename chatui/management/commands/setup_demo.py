@@ -3,8 +3,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from chatui import agents, services
-from chatui.ingest import ingest
+from chatui import agents
+from chatui.ingest import conversations as services
+from chatui.ingest.service import ingest
 from chatui.models import Conversation
 
 DEMO_USERNAME = "demo"

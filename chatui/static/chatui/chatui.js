@@ -178,12 +178,12 @@
     }
   });
 
-  /* A delta part (chatui.frames.delta_part) appends streamed text to a bubble. The
+  /* A delta part (chatui.live.frames.delta_part) appends streamed text to a bubble. The
    * bubble's message carries the seq it reflects: a bubble rendered after that delta
    * was applied already has its text, so the delta is skipped, never doubled.
    *
    * A frame of nothing but delta parts (a streamed answer's, joined per tick by
-   * chatui.consumers) is applied here rather than by htmx's generic out-of-band swap,
+   * chatui.live.consumers) is applied here rather than by htmx's generic out-of-band swap,
    * and without afterChange's walks over the transcript (nothing but text changed):
    * each bubble's text node gets the frame's new text at once, and the page follows it
    * at the next animation frame. Per message, htmx's swaps plus afterChange's forced
@@ -465,7 +465,7 @@
     el.textContent = text;
   }
 
-  // Same wording as chatui.presenters.format_elapsed, so the server's first render and
+  // Same wording as chatui.read.presenters.format_elapsed, so the server's first render and
   // the ticking clock agree.
   function formatElapsed(seconds) {
     if (seconds < 60) return seconds + " s";

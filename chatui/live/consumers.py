@@ -1,0 +1,332 @@
+"""WebSocket consumer: a read-only window on one conversation (SPEC §5, SEC4).
+
+It joins the conversation's group *first*, then replays what the page missed
+since `?after=<seq>`, so live frames queue behind the replay in order. It never
+writes to the database; frames are rendered once by the broadcaster, not here.
+
+Access is checked when the socket connects and again while it is open: on
+logout, on a lost group or permission (`chatui.live.revocation`), and periodically.
+Close codes, none of which the htmx ws extension reconnects on: 4403 may not
+(or no longer) see the conversation, 4404 no such conversation, 4400 the client
+sent something (the socket only pushes), 4429 the user already holds
+CHATUI_MAX_SOCKETS_PER_USER sockets in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from chatui.ingest.events import parse_seq
+from chatui.models import Conversation
+from chatui.read import selectors
+
+from . import frames
+from .broadcast import group_name, rows_group
+from .revocation import session_group, session_user, user_group
+
+logger = logging.getLogger(__name__)
+
+CLOSE_NO_INPUT = 4400
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY_SOCKETS = 4429
+
+#: Accepted sockets per user pk, in this process (CHATUI_MAX_SOCKETS_PER_USER).
+open_sockets: Counter = Counter()
+
+# A runtime posting one request per token makes a frame per token, and a page applies
+# each frame as one swap: at ~120 tokens/s Chromium on a 2-core machine fell a second
+# behind (bench/p5, request mode), while the server kept up. So a socket sends at most
+# one frame of streamed text per tick: the first at once, those that follow within the
+# tick held and sent joined at its end. Any other frame sends what is held first, so
+# the order never changes.
+STREAM_TICK_SECONDS = 0.025
+MAX_HELD_CHARS = 64_000
+
+
+@dataclass
+class HeldText:
+    """Streamed-text frames that follow each other, joined into one."""
+
+    first_seq: int
+    last_seq: int
+    bodies: list[str]
+    size: int
+
+    def html(self) -> str:
+        return frames.marker(self.first_seq, self.last_seq) + "".join(self.bodies)
+
+
+class TranscriptConsumer(AsyncWebsocketConsumer):
+    conversation_id: str
+    last_sent_seq: int
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.joined: list[str] = []
+        self.slot_of: object | None = None  # the user pk whose socket count this holds
+        self.watcher: asyncio.Task | None = None
+        self.ended = False
+        self.held: HeldText | None = None
+        self.text_sent_at = float("-inf")  # loop time of the last streamed-text frame
+        self.held_flush: asyncio.TimerHandle | None = None
+        self.flushing: set[asyncio.Task] = set()
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Also when daphne cancels the consumer without a disconnect message:
+            # the socket count must never leak.
+            self._stop_watching()
+            self._drop_held()
+            self._release_slot()
+            await self._leave_groups()
+
+    async def connect(self) -> None:
+        self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
+        if not await self._admit(self.scope["user"], group_name(self.conversation_id)):
+            return
+        self.last_sent_seq = self._after()
+        replay = await database_sync_to_async(frames.replay_frame)(
+            self.conversation_id, self.last_sent_seq
+        )
+        if replay is not None:
+            await self._send_frame(replay.last_seq, replay.html)
+        self.watcher = asyncio.create_task(self._recheck_periodically())
+
+    async def disconnect(self, code: int) -> None:
+        # The place first: on Redis leaving the groups is a round trip each, and the
+        # user may be opening the socket that replaces this one meanwhile.
+        self._release_slot()
+        await self._leave_groups()
+
+    async def dispatch(self, message: dict) -> None:
+        # Frames and client input touch no database: skip Channels' per-message
+        # close_old_connections, a hop through the shared sync thread for each message
+        # (bench/p1: p99 halved).
+        kind = message["type"]
+        if kind == "transcript.frame":
+            await self.transcript_frame(message)
+        elif kind == "websocket.receive":
+            await self.refuse_input()
+        else:
+            await super().dispatch(message)
+
+    async def refuse_input(self) -> None:
+        """The socket only pushes; input goes through the form POST (SPEC §5), and the
+        page never sends. Whoever does is closed at once: daphne queues every incoming
+        message for the consumer without limit, and merely ignoring a flood of small
+        frames let one client grow the server by hundreds of MB (tests/web/test_flood.py)."""
+        await self._end(CLOSE_NO_INPUT)
+
+    async def transcript_frame(self, message: dict) -> None:
+        """A frame rendered once by the broadcaster for every viewer."""
+        if self.ended or message["last_seq"] <= self.last_sent_seq:
+            return  # closing, or already covered by the replay
+        if message.get("streamed_text_only"):
+            await self._hold(message)
+            return
+        await self._send_held()
+        await self._send_frame(message["last_seq"], message["html"])
+
+    # -- streamed text, joined per tick (STREAM_TICK_SECONDS) ---------------------------
+
+    async def _hold(self, message: dict) -> None:
+        first, last = message["first_seq"], message["last_seq"]
+        body = frames.frame_body(first, last, message["html"])
+        if self.held is not None and first != self.held.last_seq + 1:
+            await self._send_held()  # not contiguous: the page must see the gap as it is
+        loop = asyncio.get_running_loop()
+        if self.held is None:
+            due = self.text_sent_at + STREAM_TICK_SECONDS
+            if loop.time() >= due:  # none sent this tick: this one goes at once
+                self.text_sent_at = loop.time()
+                await self._send_frame(last, message["html"])
+                return
+            self.held = HeldText(first, last, [body], len(body))
+            self.held_flush = loop.call_at(due, self._flush_held_soon)
+        else:
+            self.held.last_seq = last
+            self.held.bodies.append(body)
+            self.held.size += len(body)
+        if self.held.size > MAX_HELD_CHARS:
+            await self._send_held()
+
+    def _flush_held_soon(self) -> None:
+        task = asyncio.ensure_future(self._send_held())
+        self.flushing.add(task)  # a reference, so the task is not collected mid-send
+        task.add_done_callback(self.flushing.discard)
+
+    async def _send_held(self) -> None:
+        held, self.held = self.held, None
+        if self.held_flush is not None:
+            self.held_flush.cancel()
+            self.held_flush = None
+        if held is not None and not self.ended:
+            self.text_sent_at = asyncio.get_running_loop().time()
+            await self._send_frame(held.last_seq, held.html())
+
+    async def session_ended(self, message: dict) -> None:
+        """The session logged out (chatui.live.revocation): close without asking the database."""
+        await self._end(CLOSE_FORBIDDEN)
+
+    async def access_recheck(self, message: dict | None = None) -> None:
+        """The user's groups, permissions or account changed (chatui.live.revocation)."""
+        if self.ended:
+            return
+        verdict = await self._recheck()
+        if verdict:
+            await self._end(verdict)
+
+    async def _send_frame(self, last_seq: int, html: str) -> None:
+        self.last_sent_seq = max(self.last_sent_seq, last_seq)
+        await self.send(text_data=html)
+
+    def _after(self) -> int:
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        return parse_seq((query.get("after") or ["0"])[0]) or 0
+
+    def _session_key(self) -> str | None:
+        session = self.scope.get("session")
+        return session.session_key if session is not None else None
+
+    # -- access --------------------------------------------------------------------
+
+    async def _admit(self, user, group: str) -> bool:
+        """Check access and take a socket slot, then join `group` and accept; or accept
+        and close with the refusal's code (False). The user's and the session's
+        revocation groups are joined before authorising: a revocation committed
+        meanwhile queues behind this connect instead of being missed."""
+        if user.is_authenticated:
+            await self._join(user_group(user.pk))
+            if self._session_key():
+                await self._join(session_group(self._session_key()))
+        verdict = await self._authorise(user)
+        if verdict is None and not self._take_slot(user.pk):
+            verdict = CLOSE_TOO_MANY_SOCKETS
+        if verdict:
+            # Accept, then close with our code: browsers only see codes after the handshake.
+            await self.accept()
+            await self._end(verdict)
+            return False
+        await self._join(group)
+        await self.accept()
+        return True
+
+    @database_sync_to_async
+    def _authorise(self, user) -> int | None:
+        return self._verdict(user)
+
+    @database_sync_to_async
+    def _recheck(self) -> int | None:
+        # The scope's user carries cached permissions: ask the session who it is now.
+        return self._verdict(session_user(self._session_key()))
+
+    def _verdict(self, user) -> int | None:
+        conversation = Conversation.objects.filter(pk=self.conversation_id).first()
+        if conversation is None:
+            return CLOSE_NOT_FOUND
+        if user is None or not selectors.can_view(user, conversation):
+            return CLOSE_FORBIDDEN
+        return None
+
+    async def _recheck_periodically(self) -> None:
+        """The backstop for changes that send no signal (a queryset update, an
+        expired session, a change made in another process without a shared layer)."""
+        period = settings.CHATUI_WS_RECHECK_SECONDS
+        while not self.ended:
+            # Jittered, so sockets opened together do not all hit the database together.
+            await asyncio.sleep(period * random.uniform(0.8, 1.2))
+            try:
+                await self.access_recheck()
+            except Exception:  # a database hiccup must not end the watch
+                logger.exception("periodic access re-check failed")
+
+    async def _end(self, code: int) -> None:
+        """Stop every frame at once (`ended`), close with `code` (once), then leave
+        the groups: on Redis that is a round trip per group, and until the close is
+        sent daphne keeps queueing whatever a flooding client sends."""
+        if self.ended:
+            return
+        self.ended = True
+        self._stop_watching()
+        self._drop_held()
+        await self.close(code=code)
+        await self._leave_groups()
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    async def _join(self, group: str) -> None:
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.joined.append(group)
+
+    async def _leave_groups(self) -> None:
+        while self.joined:
+            await self.channel_layer.group_discard(self.joined.pop(), self.channel_name)
+
+    def _drop_held(self) -> None:
+        """Closing: held streamed text is not sent (the page resumes by seq)."""
+        self.held = None
+        if self.held_flush is not None:
+            self.held_flush.cancel()
+            self.held_flush = None
+
+    def _stop_watching(self) -> None:
+        # Not the watcher itself: cancelling it would cancel its own close.
+        if self.watcher is not None and self.watcher is not asyncio.current_task():
+            self.watcher.cancel()
+        self.watcher = None
+
+    def _take_slot(self, user_pk) -> bool:
+        """One of the user's CHATUI_MAX_SOCKETS_PER_USER sockets in this process, if free."""
+        if open_sockets[user_pk] >= settings.CHATUI_MAX_SOCKETS_PER_USER:
+            return False
+        open_sockets[user_pk] += 1
+        self.slot_of = user_pk
+        return True
+
+    def _release_slot(self) -> None:
+        if self.slot_of is None:
+            return
+        open_sockets[self.slot_of] -= 1
+        if open_sockets[self.slot_of] <= 0:
+            del open_sockets[self.slot_of]
+        self.slot_of = None
+
+
+class ConversationListConsumer(TranscriptConsumer):
+    """`/ws/rows/`: the reader's own conversation rows, live, for the list
+    page and the rail (SPEC §10). Rows are rendered once by the broadcaster and sent
+    to the reader's rows group; this consumer only forwards them, and shares the
+    transcript consumer's access rules: a signed-in reader, closed on logout or when
+    the session no longer belongs to them, counted against the per-user socket cap,
+    never taking input."""
+
+    async def connect(self) -> None:
+        user = self.scope["user"]
+        self.reader_pk = user.pk if user.is_authenticated else None
+        if await self._admit(user, rows_group(self.reader_pk)):
+            self.watcher = asyncio.create_task(self._recheck_periodically())
+
+    async def _authorise(self, user) -> int | None:
+        return self._verdict(user)  # no database: the reader's own rows
+
+    async def list_row(self, message: dict) -> None:
+        """A conversation row rendered once by the broadcaster (chatui.live.broadcast)."""
+        if not self.ended:
+            await self.send(text_data=message["html"])
+
+    def _verdict(self, user) -> int | None:
+        if user is None or not user.is_authenticated or not user.is_active:
+            return CLOSE_FORBIDDEN
+        return None if user.pk == self.reader_pk else CLOSE_FORBIDDEN

@@ -1,0 +1,106 @@
+"""The conversation list and the rail (SPEC §10): one row per conversation, as plain
+data for `chatui/_conversation_row.html`.
+
+A row reads only what `selectors.with_row_data` annotated onto the conversation, so
+a page of rows costs one query. Its status is the latest run's own status (a run's
+status follows its own end, `projection._finish_run`), not the conversation's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from chatui.models import Conversation, ConversationStatus, Role
+from chatui.secrets import mask_text
+from chatui.text import clip, collapse_newlines, humanise_tool_name
+
+PREVIEW_CHARS = 140
+#: Run statuses shown as a badge; a completed run is the quiet default (its status
+#: stays on the row as `data-run-status`).
+BADGED = (ConversationStatus.RUNNING, ConversationStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class ConversationRow:
+    pk: str
+    url: str
+    title: str
+    preview: str
+    counts: str
+    status: str | None  # the latest run's: "running", "completed", "failed"; None: no run
+    status_label: str
+    badged: bool
+    updated_at: datetime
+    updated_iso: str
+    updated_exact: str
+    updated_short: str
+
+
+def preview_text(role: str | None, tool_name: str | None, text: str | None) -> str:
+    """One line: the last message's text, secrets masked (T3) before it is clipped,
+    so a secret is never cut in two and half-shown. A tool result names its tool."""
+    line = clip(collapse_newlines(mask_text(text or "")).strip(), PREVIEW_CHARS)
+    if role == Role.TOOL and tool_name:
+        return clip(f"{humanise_tool_name(tool_name)}: {line}", PREVIEW_CHARS)
+    return line
+
+
+def counts_text(tools: int, failed: int) -> str:
+    """ "12 tools · 3 failed"; "" for a conversation without tool calls."""
+    if not tools:
+        return ""
+    text = f"{tools} tool" + ("" if tools == 1 else "s")
+    return text + (f" · {failed} failed" if failed else "")
+
+
+def short_time(moment: datetime, now: datetime) -> str:
+    """A relative time that fits one line on a phone: "just now", "5 min ago", "3 h ago",
+    "Mar 4" ("Mar 4, 2025" another year), worded as chatui.js's `relativeTime`, which
+    keeps it current; the exact time is the element's title."""
+    seconds = (now - moment).total_seconds()
+    if seconds < 45:
+        return "just now"
+    if seconds < 3600:
+        return f"{max(1, round(seconds / 60))} min ago"
+    if seconds < 86400:
+        return f"{round(seconds / 3600)} h ago"
+    local = timezone.localtime(moment)
+    if local.year == timezone.localtime(now).year:
+        return f"{local:%b} {local.day}"
+    return f"{local:%b} {local.day}, {local.year}"
+
+
+def present_row(conversation: Conversation, now: datetime | None = None) -> ConversationRow:
+    """`conversation` comes from `selectors.with_row_data` (or `with_run_status`)."""
+    now = now or timezone.now()
+    status = conversation.run_status
+    updated = conversation.updated_at
+    return ConversationRow(
+        pk=str(conversation.pk),
+        url=conversation.get_absolute_url(),
+        title=conversation.title or "Untitled conversation",
+        # Compact rows (selectors.with_run_status) come without preview and counts.
+        preview=preview_text(
+            getattr(conversation, "last_role", None),
+            getattr(conversation, "last_tool", None),
+            getattr(conversation, "last_text", None),
+        ),
+        counts=counts_text(
+            getattr(conversation, "n_tools", 0), getattr(conversation, "n_failed", 0)
+        ),
+        status=status,
+        status_label=ConversationStatus(status).label if status else "",
+        badged=status in BADGED,
+        updated_at=updated,
+        updated_iso=updated.isoformat(),
+        updated_exact=f"{timezone.localtime(updated):%Y-%m-%d %H:%M:%S %Z}",
+        updated_short=short_time(updated, now),
+    )
+
+
+def present_rows(conversations: list[Conversation]) -> list[ConversationRow]:
+    now = timezone.now()
+    return [present_row(conversation, now) for conversation in conversations]

@@ -1,0 +1,51 @@
+"""Page context shared by the views and the live frames.
+
+What the transcript partials need (the latest window, presented) and the composer
+policy: whether the owner may send now. Both the full page (views) and the frames
+that re-render parts of it read these, so a page and a frame never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.http import Http404
+
+from chatui.agents import accepts_input
+from chatui.models import Conversation, Message
+
+from . import presenters, selectors
+
+
+def viewable_or_404(user, conversation_id) -> Conversation:
+    """The conversation if `user` may read it (owner, or the view permission), else a
+    404 that says nothing about whether it exists: the one access check of the pages."""
+    conversation = selectors.conversation_for_viewer(user, conversation_id)
+    if conversation is None:
+        raise Http404("conversation not found")
+    return conversation
+
+
+def transcript_context(
+    conversation: Conversation,
+    messages: Sequence[Message] | None = None,
+    *,
+    has_earlier: bool = False,
+) -> dict:
+    """What the transcript partials need: the latest window unless `messages` is given."""
+    if messages is None:
+        messages, has_earlier = selectors.transcript_window(conversation)
+    return {
+        "conversation": conversation,
+        # As given: a window that opens inside a giant tool batch carries its head.
+        "items": presenters.present_transcript(messages),
+        "has_earlier": has_earlier,
+        "first_position": selectors.first_position(messages),
+        "last_seq": conversation.last_seq,
+    }
+
+
+def composer_open(conversation: Conversation) -> bool:
+    """May the owner send now? A run that has ended in the log frees the composer even
+    while its task winds down here; a running one only if its agent takes interjections."""
+    return conversation.status != "running" or accepts_input(conversation.pk)

@@ -1,0 +1,547 @@
+"""Full-text search over transcripts (SPEC §15) through the database's own index.
+
+What is searchable: conversation titles, and of every message what a reader can see of
+it — user and assistant text, status lines, and a tool call's name, arguments, result,
+error and details. Transient things are not: an answer still streaming (indexed when
+its step completes or its run ends, so streaming stays linear), ephemeral statuses
+("Thinking…", removed when the run ends) and assistant text R3 hides.
+
+One definition of a word serves documents, queries and the `<mark>`s of snippets:
+runs of Unicode letters and digits, case-folded, Latin diacritics removed. Documents
+are stored as those words joined by spaces, so the database's tokenizer only splits on
+spaces and SQLite (FTS5) and PostgreSQL (`tsvector`, GIN) agree on every match.
+Queries are built from the same words, never from the user's syntax: every word of
+the input becomes a quoted phrase of its words, so `"`, `*`, `NEAR`, `-`, `:` or
+parentheses in the input are plain text. The last word also matches as a prefix once
+it has PREFIX_MIN characters (and is not followed by a space).
+
+The index is two tables beside the data (see migration 0005): one row per message,
+keyed by the message's primary key, and one per titled conversation. Ingest writes
+them in its own transaction (`index_messages`, `index_title`); a delete trigger in the
+database removes a message's row with the message, whoever deletes it (reconciliation,
+re-projection, a cascade). Every query joins back to the live rows, so a stale row can
+never surface.
+
+Hits are ordered newest first (by message id): cheap at any size, since the index
+walks its rowids in order and stops at the page's end, and what a person looking
+for "that run yesterday" wants. Snippets are computed here, in Python, from the
+message itself, as (text, is_match) parts: the template escapes every part and wraps
+matches in `<mark>`; no markup is ever built from user text.
+
+Why it is long: indexing, querying and snippets share the one definition of a word
+above, for two databases; apart, they could drift and stop matching each other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection, connections
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+
+from chatui.db.prepared import cursor_for
+from chatui.ingest.events import is_tool_execution_result
+from chatui.models import Conversation, Message, Role, StatusType, ToolStatus
+from chatui.secrets import mask_text
+from chatui.text import ELLIPSIS, neutralise
+
+from .presenters import is_assistant_shown
+from .selectors import VIEW_ANY
+
+# A document beyond this many characters is indexed up to here: a multi-megabyte tool
+# output would cost more to index on every write than it is worth to find.
+DOCUMENT_CHARS = 100_000
+PREFIX_MIN = 3
+QUERY_WORDS = 16
+PAGE_SIZE = 50
+TITLE_HITS = 20
+HITS_SHOWN = 5  # per conversation on a page; the rest are counted
+SNIPPET_BEFORE = 60
+SNIPPET_CHARS = 220
+
+# -- words -------------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W_]+")
+# A word as it stands in the original text: letters, digits and Latin combining marks.
+_SPAN = re.compile(r"(?:[^\W_]|[\u0300-\u036f])+")
+_LATIN_MARKS = re.compile(r"[\u0300-\u036f]+")
+_SPACES = re.compile(r"\s+")
+
+
+def fold(text: str) -> str:
+    """Case-folded, without Latin diacritics: "Crème BRÛLÉE" → "creme brulee"."""
+    return _LATIN_MARKS.sub("", unicodedata.normalize("NFD", text)).casefold()
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(fold(text))
+
+
+# -- what a message offers to search -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str  # "text", "tool", "args", "result", "error", "details"
+    text: str
+
+
+def json_text(value: Any) -> str:
+    """A JSON value as readable text with the same words it holds: keys and values,
+    strings unescaped (JSON's escapes would glue "\\n" onto the next word)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {json_text(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(json_text(item) for item in value)
+    return "" if value is None else json.dumps(value)
+
+
+def message_fields(message: Message) -> list[Field]:
+    """What a reader sees of `message`, field by field; [] for what is not searchable."""
+    if message.role == Role.TOOL:
+        return _tool_fields(message)
+    if message.role == Role.ASSISTANT and not is_assistant_shown(message):
+        return []  # R3's hidden JSON, blank text
+    return [Field("text", message.content)]
+
+
+def _tool_fields(message: Message) -> list[Field]:
+    meta = message.metadata or {}
+    fields = [Field("tool", message.tool_name)]
+    args = " ".join(
+        text for text in (json_text(meta.get("args")), json_text(meta.get("args_summary"))) if text
+    )
+    fields.append(Field("args", args))
+    if message.tool_status == ToolStatus.ERROR:
+        fields.append(Field("error", meta.get("tool_error") or message.content))
+    else:
+        result = meta.get("tool_result")
+        structured = isinstance(result, dict | list) and not is_tool_execution_result(result)
+        fields.append(Field("result", json_text(result) if structured else message.content))
+    if meta.get("details") is not None:
+        fields.append(Field("details", json_text(meta["details"])))
+    return [item for item in fields if item.text]
+
+
+def document(message: Message) -> str:
+    """The words the index holds for `message` ("" when nothing is searchable)."""
+    text = "\n".join(item.text for item in message_fields(message))
+    return " ".join(words(text[:DOCUMENT_CHARS]))
+
+
+def is_indexable(message: Message) -> bool:
+    """Streaming text is indexed once, when it ends (its final step, or its run's end:
+    the projection saves it final then, and indexes what it saved);
+    ephemeral statuses never are. Anything else gets a row, empty when it shows no
+    words (R3's hidden JSON), so a message that stops showing text loses its words."""
+    if message.role == Role.STATUS:
+        return message.status_type not in StatusType.EPHEMERAL
+    return message.is_final or message.role != Role.ASSISTANT
+
+
+# -- queries -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    phrases: tuple[tuple[str, ...], ...]  # one per word of the input, in order
+    prefix: bool  # the last phrase's last word matches as a prefix
+    terms: frozenset[str] = field(init=False)
+    prefix_term: str = field(init=False)  # "" without prefix matching
+
+    def __post_init__(self) -> None:
+        words_in = frozenset(word for phrase in self.phrases for word in phrase)
+        object.__setattr__(self, "terms", words_in)
+        object.__setattr__(self, "prefix_term", self.phrases[-1][-1] if self.prefix else "")
+
+    def matches(self, span: str) -> bool:
+        """Does a word of the original text (a `_SPAN`) match this query?"""
+        if span.isascii():  # the common case: letters and digits, folding is lowering
+            word = span.lower()
+            return word in self.terms or bool(
+                self.prefix_term and word.startswith(self.prefix_term)
+            )
+        return any(
+            w in self.terms or (self.prefix_term and w.startswith(self.prefix_term))
+            for w in words(span)
+        )
+
+    def fts5(self) -> str:
+        """An FTS5 expression: quoted phrases (words are letters and digits only)."""
+        parts = ['"' + " ".join(phrase) + '"' for phrase in self.phrases]
+        if self.prefix:
+            parts[-1] += " *"
+        return " ".join(parts)
+
+    def tsquery(self) -> str:
+        """A `to_tsquery('simple', …)` expression: quoted lexemes, `<->` within a phrase."""
+        parts = [[f"'{word}'" for word in phrase] for phrase in self.phrases]
+        if self.prefix:
+            parts[-1][-1] += ":*"
+        return " & ".join("(" + " <-> ".join(phrase) + ")" for phrase in parts)
+
+
+def parse_query(text: str) -> Query | None:
+    """The user's words as a Query; None when there is no word to look for."""
+    phrases = tuple(tuple(found) for raw in text.split() if (found := words(raw)))
+    phrases = phrases[:QUERY_WORDS]
+    if not phrases:
+        return None
+    ends_in_word = not text[-1:].isspace()
+    last = phrases[-1][-1]
+    return Query(phrases, prefix=ends_in_word and len(last) >= PREFIX_MIN)
+
+
+# -- the two index backends ----------------------------------------------------------
+
+
+class _SQLiteIndex:
+    """FTS5 tables: chatui_message_search(document), rowid = message id;
+    chatui_title_search(title, conversation), the conversation's id as a token."""
+
+    def index_messages(self, rows: Sequence[tuple[int, str]]) -> None:
+        cursor_for(connections["default"]).executemany(  # the ingest transaction's
+            "INSERT OR REPLACE INTO chatui_message_search (rowid, document) VALUES (%s, %s)",
+            rows,
+        )
+
+    def index_title(self, conversation_id: uuid.UUID, text: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM chatui_title_search WHERE rowid IN (SELECT rowid FROM"
+                " chatui_title_search WHERE conversation MATCH %s)",
+                [f'"{conversation_id.hex}"'],
+            )
+            if text:
+                cursor.execute(
+                    "INSERT INTO chatui_title_search (title, conversation) VALUES (%s, %s)",
+                    [text, conversation_id.hex],
+                )
+
+    def message_hits(
+        self, query: Query, owner_id: int | None, before: int | None, limit: int
+    ) -> list[tuple[int, uuid.UUID]]:
+        sql = (
+            "SELECT s.rowid, m.conversation_id FROM chatui_message_search s"
+            " JOIN chatui_message m ON m.id = s.rowid"
+            " JOIN chatui_conversation c ON c.id = m.conversation_id"
+            " WHERE s.document MATCH %s"
+        )
+        found = _newest(sql, [query.fts5()], "s.rowid", owner_id, before, limit)
+        return [(pk, uuid.UUID(conversation)) for pk, conversation in found]
+
+    def title_hits(self, query: Query, owner_id: int | None, limit: int) -> list[uuid.UUID]:
+        sql = (
+            "SELECT c.id FROM chatui_title_search t"
+            " JOIN chatui_conversation c ON c.id = t.conversation WHERE t.title MATCH %s"
+        )
+        found = _newest(sql, [query.fts5()], "c.updated_at", owner_id, None, limit)
+        return [uuid.UUID(pk) for (pk,) in found]
+
+    def conversation_ids(self, query: Query) -> RawSQL:
+        return RawSQL(
+            "SELECT m.conversation_id FROM chatui_message_search s"
+            " JOIN chatui_message m ON m.id = s.rowid WHERE s.document MATCH %s"
+            " UNION SELECT t.conversation FROM chatui_title_search t WHERE t.title MATCH %s",
+            [query.fts5(), query.fts5()],
+        )
+
+
+class _PostgresIndex:
+    """chatui_message_search(message_id, document tsvector) and
+    chatui_title_search(conversation_id, document tsvector), each with a GIN index."""
+
+    def index_messages(self, rows: Sequence[tuple[int, str]]) -> None:
+        cursor_for(connections["default"]).executemany(  # the ingest transaction's
+            "INSERT INTO chatui_message_search (message_id, document)"
+            " VALUES (%s, to_tsvector('simple', %s))"
+            " ON CONFLICT (message_id) DO UPDATE SET document = EXCLUDED.document",
+            rows,
+        )
+
+    def index_title(self, conversation_id: uuid.UUID, text: str) -> None:
+        with connection.cursor() as cursor:
+            if not text:
+                cursor.execute(
+                    "DELETE FROM chatui_title_search WHERE conversation_id = %s", [conversation_id]
+                )
+                return
+            cursor.execute(
+                "INSERT INTO chatui_title_search (conversation_id, document)"
+                " VALUES (%s, to_tsvector('simple', %s))"
+                " ON CONFLICT (conversation_id) DO UPDATE SET document = EXCLUDED.document",
+                [conversation_id, text],
+            )
+
+    def message_hits(
+        self, query: Query, owner_id: int | None, before: int | None, limit: int
+    ) -> list[tuple[int, uuid.UUID]]:
+        sql = (
+            "SELECT s.message_id, m.conversation_id FROM chatui_message_search s"
+            " JOIN chatui_message m ON m.id = s.message_id"
+            " JOIN chatui_conversation c ON c.id = m.conversation_id"
+            " WHERE s.document @@ to_tsquery('simple', %s)"
+        )
+        return [
+            tuple(row)
+            for row in _newest(sql, [query.tsquery()], "s.message_id", owner_id, before, limit)
+        ]
+
+    def title_hits(self, query: Query, owner_id: int | None, limit: int) -> list[uuid.UUID]:
+        sql = (
+            "SELECT c.id FROM chatui_title_search t"
+            " JOIN chatui_conversation c ON c.id = t.conversation_id"
+            " WHERE t.document @@ to_tsquery('simple', %s)"
+        )
+        return [
+            pk for (pk,) in _newest(sql, [query.tsquery()], "c.updated_at", owner_id, None, limit)
+        ]
+
+    def conversation_ids(self, query: Query) -> RawSQL:
+        return RawSQL(
+            "SELECT m.conversation_id FROM chatui_message_search s"
+            " JOIN chatui_message m ON m.id = s.message_id"
+            " WHERE s.document @@ to_tsquery('simple', %s)"
+            " UNION SELECT t.conversation_id FROM chatui_title_search t"
+            " WHERE t.document @@ to_tsquery('simple', %s)",
+            [query.tsquery(), query.tsquery()],
+        )
+
+
+def _newest(
+    sql: str, params: list[Any], key: str, owner_id: int | None, before: int | None, limit: int
+) -> list[tuple[Any, ...]]:
+    """`sql`'s rows readable by `owner_id` (None: by anyone), with `key` below `before`,
+    `key` descending, at most `limit`."""
+    if owner_id is not None:
+        sql += " AND c.owner_id = %s"
+        params.append(owner_id)
+    if before is not None:
+        sql += f" AND {key} < %s"
+        params.append(before)
+    sql += f" ORDER BY {key} DESC LIMIT %s"
+    params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _index() -> _SQLiteIndex | _PostgresIndex:
+    if connection.vendor == "sqlite":
+        return _SQLiteIndex()
+    if connection.vendor == "postgresql":
+        return _PostgresIndex()
+    raise NotImplementedError(f"search needs SQLite or PostgreSQL, not {connection.vendor}")
+
+
+# -- keeping the index (ingest's side) ------------------------------------------------
+
+
+def index_messages(messages: Iterable[Message]) -> None:
+    """(Re)index saved messages: one statement for the batch, O(messages given).
+    Called by the projector inside the ingest transaction."""
+    rows = [(message.pk, document(message)) for message in messages if is_indexable(message)]
+    if rows:
+        _index().index_messages(rows)
+
+
+def index_title(conversation: Conversation) -> None:
+    _index().index_title(conversation.pk, " ".join(words(conversation.title)))
+
+
+def rebuild(message_model=Message, conversation_model=Conversation) -> None:
+    """Index everything (the migration's backfill; models may be historical ones)."""
+    batch: list[Message] = []
+    for message in message_model.objects.order_by("pk").iterator(chunk_size=2000):
+        batch.append(message)
+        if len(batch) == 2000:
+            index_messages(batch)
+            batch = []
+    index_messages(batch)
+    for conversation in conversation_model.objects.exclude(title="").iterator():
+        index_title(conversation)
+
+
+# -- reading: the selector -------------------------------------------------------------
+
+Part = tuple[str, bool]  # (text, is_match): the template escapes text, marks matches
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    pk: int
+    dom_id: str  # "m-<pk>", as the transcript renders it
+    role: str
+    tool_name: str
+    field: str  # which part of the message matched: text, tool, args, result, error, details
+    snippet: list[Part]
+    url: str  # opens the conversation at this message
+
+    @property
+    def label(self) -> str:
+        if self.role == Role.TOOL:
+            return f"{self.tool_name} · {self.field}" if self.field != "tool" else self.tool_name
+        return Role(self.role).label
+
+
+@dataclass
+class ConversationHits:
+    conversation: Conversation
+    title: list[Part]  # the title, its matching words marked
+    hits: list[MessageHit] = field(default_factory=list)  # at most HITS_SHOWN, newest first
+    more: int = 0  # further hits in this conversation on this page
+
+
+@dataclass
+class SearchResults:
+    groups: list[ConversationHits]
+    next_before: int | None  # pass as `before` for the next page; None on the last
+
+
+NO_RESULTS = SearchResults(groups=[], next_before=None)
+
+
+def search(
+    user: AbstractBaseUser | AnonymousUser,
+    text: str,
+    *,
+    before: int | None = None,
+    limit: int = PAGE_SIZE,
+) -> SearchResults:
+    """Conversations and messages matching `text` that `user` may read: owners their own,
+    holders of `chatui.view_conversation` (auditors) everyone's. Newest message first,
+    grouped by conversation; conversations whose title matches lead the first page."""
+    query = parse_query(text)
+    if query is None or not user.is_authenticated:
+        return NO_RESULTS
+    owner_id = None if user.has_perm(VIEW_ANY) else user.pk
+    index = _index()
+    found = index.message_hits(query, owner_id, before, limit + 1)
+    next_before = found[limit - 1][0] if len(found) > limit else None
+    titled = [] if before is not None else index.title_hits(query, owner_id, TITLE_HITS)
+    return SearchResults(_group(query, titled, found[:limit]), next_before)
+
+
+def _group(
+    query: Query, titled: list[uuid.UUID], found: list[tuple[int, uuid.UUID]]
+) -> list[ConversationHits]:
+    """Title matches first, then conversations in the order of their newest hit. Only
+    the hits shown are read and given a snippet (HITS_SHOWN per conversation)."""
+    order = list(dict.fromkeys([*titled, *(conversation for _, conversation in found)]))
+    shown: dict[uuid.UUID, list[int]] = {pk: [] for pk in order}
+    more = dict.fromkeys(order, 0)
+    for pk, conversation in found:
+        if len(shown[conversation]) < HITS_SHOWN:
+            shown[conversation].append(pk)
+        else:
+            more[conversation] += 1
+    conversations = Conversation.objects.select_related("owner").in_bulk(order)
+    messages = Message.objects.in_bulk([pk for pks in shown.values() for pk in pks])
+    groups = []
+    for pk in order:
+        if pk not in conversations:
+            continue  # deleted since the index was read
+        conversation = conversations[pk]
+        hits = [_hit(messages[m], conversation, query) for m in shown[pk] if m in messages]
+        groups.append(
+            ConversationHits(conversation, mark_all(conversation.title, query), hits, more[pk])
+        )
+    return groups
+
+
+def _hit(message: Message, conversation: Conversation, query: Query) -> MessageHit:
+    fields = message_fields(message)
+    name, snippet = "text", []
+    for item in fields:
+        found = snippet_parts(item.text, query)
+        if found is not None:
+            name, snippet = item.name, found
+            break
+    else:
+        if fields:  # matched by a word our marks cannot see; show the start
+            shown = mask_text(fields[0].text[:DOCUMENT_CHARS])[:SNIPPET_CHARS]
+            name, snippet = fields[0].name, [(_squeeze(shown), False)]
+    return MessageHit(
+        pk=message.pk,
+        dom_id=message.dom_id,
+        role=message.role,
+        tool_name=message.tool_name,
+        field=name,
+        snippet=snippet,
+        url=f"{conversation.get_absolute_url()}?m={message.pk}#{message.dom_id}",
+    )
+
+
+# -- snippets ---------------------------------------------------------------------------
+
+
+def snippet_parts(text: str, query: Query) -> list[Part] | None:
+    """A window of `text` around its first match, matching words marked; None when no
+    word of `text` matches. Text parts are plain: escaping is the template's job.
+    T3: the text is masked first and then searched, so every mark sits on the
+    masked text (a secret that matched is not marked, nor shown)."""
+    text = mask_text(text[:DOCUMENT_CHARS])
+    first = next((m for m in _SPAN.finditer(text) if query.matches(m.group())), None)
+    if first is None:
+        return None
+    start = max(0, first.start() - SNIPPET_BEFORE)
+    if start:  # begin at a word's start, not in its middle
+        space = text.find(" ", start, first.start())
+        start = space + 1 if space != -1 else start
+    end = min(len(text), start + SNIPPET_CHARS)
+    end = max(end, first.end())
+    parts = _marked(text[start:end], query)
+    if start:
+        parts.insert(0, (ELLIPSIS, False))
+    if end < len(text):
+        parts.append((ELLIPSIS, False))
+    return parts
+
+
+def mark_all(text: str, query: Query) -> list[Part]:
+    """All of `text` (a title), its matching words marked."""
+    return _marked(text, query)
+
+
+def _marked(text: str, query: Query) -> list[Part]:
+    parts: list[Part] = []
+    done = 0
+    for span in _SPAN.finditer(text):
+        if query.matches(span.group()):
+            if span.start() > done:
+                parts.append((_squeeze(text[done : span.start()]), False))
+            parts.append((neutralise(span.group()), True))
+            done = span.end()
+    if done < len(text):
+        parts.append((_squeeze(text[done:]), False))
+    return parts
+
+
+def _squeeze(text: str) -> str:
+    """One line: runs of whitespace become one space; "@" cannot mention (T1)."""
+    return neutralise(_SPACES.sub(" ", text))
+
+
+# -- the admin's search box -----------------------------------------------------------------
+
+
+def filter_conversations(queryset: QuerySet[Conversation], text: str) -> QuerySet[Conversation]:
+    """The admin's search: conversations with a title or a message matching `text`
+    through the index, or an owner whose username contains it."""
+    text = text.strip()
+    query = parse_query(text)
+    if query is None:
+        return queryset if not text else queryset.filter(owner__username__icontains=text)
+    return queryset.filter(
+        Q(pk__in=_index().conversation_ids(query)) | Q(owner__username__icontains=text)
+    )

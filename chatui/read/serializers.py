@@ -1,0 +1,60 @@
+"""Conversations and messages as JSON: the seed-000 output contract (SPEC §3)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from chatui.models import Conversation, Event, Message
+
+
+def isoformat(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": message.message_id,
+        "role": message.role,
+        "content": message.content,
+        "timestamp": isoformat(message.timestamp),
+    }
+    if message.metadata:
+        data["metadata"] = message.metadata
+    return data
+
+
+def conversation_to_dict(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": str(conversation.pk),
+        "title": conversation.title,
+        "status": conversation.status,
+        "owner": conversation.owner.get_username(),
+        "url": conversation.get_absolute_url(),
+        "created_at": isoformat(conversation.created_at),
+        "updated_at": isoformat(conversation.updated_at),
+        "last_seq": conversation.last_seq,
+    }
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "type": event.type,
+        "event_id": event.event_id,
+        "run_id": event.run_id or None,
+        "timestamp": isoformat(event.timestamp),
+        "payload": event.payload,
+    }
+
+
+def event_to_input(event: Event) -> dict[str, Any]:
+    """An event as a runtime would post it: re-ingesting gives the same messages."""
+    data: dict[str, Any] = {"type": event.type}
+    if event.event_id:
+        data["event_id"] = event.event_id
+    if event.run_id:
+        data["run_id"] = event.run_id
+    data["timestamp"] = isoformat(event.timestamp)
+    data.update(event.payload)
+    return data

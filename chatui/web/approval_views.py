@@ -1,0 +1,223 @@
+"""Tool approval over HTTP (SPEC §13): the Approve / Deny form, the API's decision,
+and the runtime's long poll. Thin: the rules live in chatui.ingest.approvals.
+
+The long poll is an async view on purpose. Under daphne every sync view runs on one
+thread; a sync view sleeping there for 30 s would hold up every other request — the
+very Approve it waits for among them. This one touches the database only in short
+calls and otherwise waits on the conversation's channel-layer group (the on-commit
+broadcast every decision goes through), re-checking at least every RECHECK_SECONDS so
+an expiry or a dropped frame is noticed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib import messages as flash
+from django.contrib.auth.decorators import login_required
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from chatui.ingest import approvals
+from chatui.ingest.events import EventError
+from chatui.live.broadcast import group_name
+from chatui.models import Message, Role
+from chatui.read import selectors
+from chatui.server.edge import edge_token
+from chatui.server.ingest_route import finish
+
+from .api import api_view, authenticate, error, read_json
+
+#: A long poll waits at most this long (the edge's request deadline covers only the
+#: arrival of a request, never the wait for its answer).
+MAX_WAIT_SECONDS = 30
+RECHECK_SECONDS = 1.0
+
+
+# -- the form on the page ------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def decide_from_page(request: HttpRequest, conversation_id, message_pk: int) -> HttpResponse:
+    """Approve / Deny: a plain form POST (CSRF; works without JavaScript). chatui.js
+    sends it in the background instead; the page then changes by its live frame."""
+    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
+    if conversation is None or not approvals.can_decide(request.user, conversation):
+        raise Http404("conversation not found")
+    message = Message.objects.filter(
+        conversation=conversation, pk=message_pk, role=Role.TOOL
+    ).first()
+    if message is None:
+        raise Http404("tool call not found")
+    try:
+        approvals.decide(
+            conversation,
+            message.tool_call_id,
+            request.POST.get("decision", ""),
+            request.user,
+            _note_from(request, message),
+        )
+    except EventError as problem:
+        if problem.status == 404:
+            raise Http404(problem.message) from None
+        if request.htmx:
+            return HttpResponse(problem.message, status=problem.status, content_type="text/plain")
+        flash.error(request, problem.message)
+        return redirect(conversation)
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect(conversation)
+
+
+def _note_from(request: HttpRequest, message: Message) -> str:
+    """Every pending entry's note field belongs to the page's one approval form, so
+    each is named after its entry."""
+    return request.POST.get(f"note-{message.pk}", request.POST.get("note", ""))
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+
+@api_view("POST")
+def decide_from_api(request: HttpRequest, conversation_id, tool_call_id: str) -> JsonResponse:
+    """`POST /api/v1/conversations/{id}/approvals/{tool_call_id}` {decision, note}."""
+    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
+    if conversation is None or not approvals.can_decide(request.user, conversation):
+        return error("conversation not found", 404)
+    body = read_json(request)
+    if not isinstance(body, dict):
+        raise EventError("expected a JSON object {decision, note}")
+    decision = approvals.decide(
+        conversation, tool_call_id, body.get("decision"), request.user, body.get("note", "")
+    )
+    return JsonResponse(decision.as_dict())
+
+
+def _parse_wait(raw: str) -> int | None:
+    if raw == "":
+        return 0
+    if not raw.isascii() or not raw.isdigit() or int(raw) > MAX_WAIT_SECONDS:
+        return None
+    return int(raw)
+
+
+def _poll(user: Any, conversation_id: Any, tool_call_id: str) -> Any:
+    """One look: a JsonResponse to answer with, or None while still pending."""
+    conversation = selectors.conversation_for_writer(user, conversation_id)
+    if conversation is None:
+        conversation = selectors.conversation_for_viewer(user, conversation_id)
+        if conversation is None or not approvals.can_decide(user, conversation):
+            return error("conversation not found", 404)
+    if approvals.awaiting(conversation, tool_call_id) is None:
+        return error(f"no approval was requested for tool call '{tool_call_id[:200]}'", 404)
+    approvals.expire_overdue(conversation)
+    decision = approvals.decision_for(conversation, tool_call_id)
+    return JsonResponse(decision.as_dict()) if decision else None
+
+
+async def _authenticated_user(request: HttpRequest) -> Any:
+    token = edge_token(request) or await sync_to_async(authenticate)(request)
+    return token.user if token is not None else None
+
+
+async def wait_for_decision(request: HttpRequest, conversation_id, tool_call_id: str):
+    """`GET …/approvals/{tool_call_id}?wait=30`: 200 with the decision, 204 still pending."""
+    if request.method != "GET":
+        response = error(f"method {request.method[:20]} is not allowed; use GET, POST", 405)
+        response["Allow"] = "GET, POST"
+        return response
+    user = await _authenticated_user(request)
+    if user is None:
+        response = error("missing or invalid bearer token", 401)
+        response["WWW-Authenticate"] = 'Bearer realm="chatui"'
+        return response
+    wait = _parse_wait(request.GET.get("wait", ""))
+    if wait is None:
+        return error(
+            f"'wait' must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}", field="wait"
+        )
+    poll = sync_to_async(_poll)
+    answer = await poll(user, conversation_id, tool_call_id)
+    if answer is not None or wait == 0:
+        return answer or HttpResponse(status=204)
+    deadline = time.monotonic() + wait
+    async for _ in _changes(conversation_id, deadline):
+        answer = await poll(user, conversation_id, tool_call_id)
+        if answer is not None:
+            return answer
+    return HttpResponse(status=204)
+
+
+async def _changes(conversation_id: Any, deadline: float):
+    """Yields whenever the conversation may have changed (a frame was broadcast, or
+    RECHECK_SECONDS passed), until `deadline`. Holds no thread while it waits."""
+    layer = get_channel_layer()
+    group = group_name(conversation_id)
+    channel = await layer.new_channel("chatui.approval.")
+    await layer.group_add(group, channel)
+    try:
+        while (remaining := deadline - time.monotonic()) > 0:
+            with contextlib.suppress(TimeoutError):  # a re-check is due either way
+                await asyncio.wait_for(layer.receive(channel), min(remaining, RECHECK_SECONDS))
+            yield
+    finally:
+        await layer.group_discard(group, channel)
+
+
+@csrf_exempt
+async def approval_endpoint(request: HttpRequest, conversation_id, tool_call_id: str):
+    """One URL, two methods: POST decides (a short sync call, on Django's sync thread
+    like every sync view), GET waits without holding that thread."""
+    if request.method == "POST":
+        return await sync_to_async(decide_from_api)(request, conversation_id, tool_call_id)
+    return await wait_for_decision(request, conversation_id, tool_call_id)
+
+
+# -- serving the long poll beside Django's middleware ----------------------------------------
+
+
+class LongPollRouter:
+    """ASGI: sends `GET …/approvals/{tool_call_id}` straight to the async view.
+
+    Django runs a request through its middleware chain, and while any middleware in it
+    is sync-only (WhiteNoise, today) the whole request — an async view included — is
+    driven from a thread of its own, parked for as long as the view awaits: 20 waiting
+    long polls would hold 20 threads. Routed here, after the edge (which has already
+    checked the bearer token and put it in the scope), a waiting poll holds no thread
+    at all, only a coroutine. It answers JSON, as the API does, with the same headers
+    an API answer gets from the middleware (`ingest_route.finish`)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.responder = app if isinstance(app, ASGIHandler) else ASGIHandler()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        match = self._long_poll(scope)
+        if match is None:
+            return await self.app(scope, receive, send)
+        request = ASGIRequest(scope, io.BytesIO())
+        response = await approval_endpoint(request, *match.args, **match.kwargs)
+        await self.responder.send_response(finish(request, response), send)
+
+    @staticmethod
+    def _long_poll(scope: dict) -> Any:
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            return None
+        if "/approvals/" not in scope["path"]:
+            return None  # every other request pays one substring test, not a resolve
+        try:
+            match = resolve(scope["path"])
+        except Resolver404:
+            return None
+        return match if match.view_name == "api:approval" else None

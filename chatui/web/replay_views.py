@@ -1,0 +1,67 @@
+"""Pages for SPEC §14: a past moment (`/c/{id}/?at=N`), one moment's transcript for the
+player (`/c/{id}/at/N`), and the player (`/c/{id}/replay`). Read-only: no composer,
+no live socket. Owners and auditors, like the conversation page."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from chatui.ingest.events import parse_seq
+from chatui.models import Conversation
+from chatui.read import pages, replay
+
+
+def _viewable(request: HttpRequest, conversation_id) -> Conversation:
+    return pages.viewable_or_404(request.user, conversation_id)
+
+
+def _seq_or_error(conversation: Conversation, raw: str) -> int | JsonResponse:
+    """`at` is an event's seq: 0 (before the first event) up to the last one."""
+    seq = parse_seq(raw)
+    if seq is None:
+        return JsonResponse(
+            {"error": "'at' must be an event seq (ASCII digits)", "field": "at"}, status=400
+        )
+    if seq > conversation.last_seq:
+        message = f"'at' is beyond the last event ({conversation.last_seq})"
+        return JsonResponse({"error": message, "field": "at"}, status=400)
+    return seq
+
+
+def time_travel_page(request: HttpRequest, conversation: Conversation, raw: str) -> HttpResponse:
+    """`/c/{id}/?at=N`: the conversation page as it stood after event N (the caller,
+    the conversation page, has checked access)."""
+    seq = _seq_or_error(conversation, raw)
+    if isinstance(seq, JsonResponse):
+        return seq
+    at = replay.moment(conversation, seq)
+    return render(request, "chatui/time_travel.html", replay.transcript_context(conversation, at))
+
+
+@login_required
+@require_GET
+def moment_fragment(request: HttpRequest, conversation_id, at: str) -> HttpResponse:
+    """The #transcript element as of event `at`, and its label (out of band)."""
+    conversation = _viewable(request, conversation_id)
+    seq = _seq_or_error(conversation, at)
+    if isinstance(seq, JsonResponse):
+        return seq
+    moment = replay.moment(conversation, seq)
+    context = replay.transcript_context(conversation, moment)
+    return render(request, "chatui/_moment.html#fragment", context)
+
+
+@login_required
+@require_GET
+def replay_page(request: HttpRequest, conversation_id) -> HttpResponse:
+    """The player, paused before the first event (or at `?at=N`)."""
+    conversation = _viewable(request, conversation_id)
+    seq = _seq_or_error(conversation, request.GET.get("at", "0"))
+    if isinstance(seq, JsonResponse):
+        return seq
+    context = replay.transcript_context(conversation, replay.moment(conversation, seq))
+    context["timeline"] = replay.timeline(conversation)
+    return render(request, "chatui/replay.html", context)
