@@ -6,6 +6,7 @@ the importers and the agents all say these things the same way through this modu
 from __future__ import annotations
 
 import re
+import unicodedata
 
 ELLIPSIS = "…"
 ZWSP = "\u200b"
@@ -80,3 +81,37 @@ def first_line(text: str, limit: int = 120) -> str:
     """The first line of `text`, clipped to `limit` characters."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return clip(line, limit)
+
+
+# -- invisible characters (shown as markers to auditors: chatui.read.reveal) ----------
+
+#: Shown as they are: ordinary whitespace.
+_KEEP = frozenset("\t\n\r")
+#: Invisible or blank-looking characters outside the categories below.
+_EXTRA_INVISIBLE = frozenset(
+    {
+        0x034F,  # combining grapheme joiner
+        0x115F,  # hangul choseong filler
+        0x1160,  # hangul jungseong filler
+        0x17B4,  # khmer vowel inherent aq
+        0x17B5,  # khmer vowel inherent aa
+        0x180B,  # mongolian free variation selectors
+        0x180C,
+        0x180D,
+        0x180F,
+        0x3164,  # hangul filler
+        0xFFA0,  # halfwidth hangul filler
+    }
+)
+
+
+def is_invisible(char: str) -> bool:
+    """Bidi controls, zero-width and other format (Cf) characters, control
+    characters (Cc) but tab and line breaks, line/paragraph separators, tag
+    characters and the supplementary variation selectors used to smuggle text."""
+    if char in _KEEP:
+        return False
+    code = ord(char)
+    if code in _EXTRA_INVISIBLE or 0xE0100 <= code <= 0xE01EF:
+        return True
+    return unicodedata.category(char) in ("Cf", "Cc", "Zl", "Zp")

@@ -219,8 +219,8 @@ def test_every_module_is_in_a_layer():
 
 
 def test_imports_follow_the_layer_order():
-    found = against_the_order(GRAPH) - set(ALLOWED_AGAINST_THE_ORDER) - set(
-        ALLOWED_FUNCTION_IMPORTS
+    found = (
+        against_the_order(GRAPH) - set(ALLOWED_AGAINST_THE_ORDER) - set(ALLOWED_FUNCTION_IMPORTS)
     )
     assert found == set()
 

@@ -27,8 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
-from chatui.read.reveal import is_invisible
-from chatui.text import clip
+from chatui.text import clip, is_invisible
 
 if TYPE_CHECKING:
     import httpx

@@ -30,8 +30,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from chatui.access import can_view
 from chatui.models import Conversation, Event, Message, Role, ToolStatus
-from chatui.read.selectors import can_view
 
 from .events import EventError
 from .service import IngestResult, ingest

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from chatui.access import may_write
 from chatui.db.prepared import Prepared, PreparedInsert, PreparedLookup, PreparedSave
 from chatui.models import Conversation, Event, Message, Run
-from chatui.read import search, selectors
+from chatui.read import search
 
 from .events import EventError, NormalisedEvent, parse_events
 from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
@@ -54,37 +56,52 @@ class IngestResult:
         return {"accepted": self.accepted, "duplicates": self.duplicates, "last_seq": self.last_seq}
 
 
-def ingest(conversation: Conversation, body: Any, *, from_runtime: bool = False) -> IngestResult:
+def ingest(
+    conversation: Conversation,
+    body: Any,
+    *,
+    from_runtime: bool = False,
+    check_writer: AbstractBaseUser | None = None,
+) -> IngestResult:
     """Validate and apply one event, a list of events, or {"events": [...]}.
 
     Raises EventError (nothing applied) for bad input or a reused event_id with
     another body. Applies the batch whole or not at all. `from_runtime` (the API)
     refuses the events only chatui itself writes (a person's `tool.approval`).
+    `check_writer`: refuse (404, nothing written) unless this user may post to the
+    conversation, decided on its row as locked for the write — the events POST and the
+    ingest socket pass their caller, whose conversation they may not have read.
     """
     try:
         events = parse_events(
             body, max_event_bytes=settings.CHATUI_MAX_EVENT_BYTES, from_runtime=from_runtime
         )
     except EventError:
-        refuse_before_the_body(conversation)
+        refuse_before_the_body(conversation, check_writer=check_writer)
         raise
-    return ingest_normalised(conversation, events)
+    return ingest_normalised(conversation, events, check_writer=check_writer)
 
 
-def refuse_before_the_body(conversation: Conversation) -> None:
+def refuse_before_the_body(
+    conversation: Conversation, *, check_writer: AbstractBaseUser | None
+) -> None:
     """For a body about to be refused (not JSON, too large, not valid events): the view's
-    404 first if `conversation` came unread (`selectors.writer_to_check`) and its caller
-    may not post to it after all — deleted by another process, say — as when the view
-    read it (`selectors.conversation_for_writer`): a 404 whatever the body."""
-    if selectors.writer_to_check(conversation) is not None:
-        _refuse_unless_writer(conversation, selectors.CONVERSATION.one(pk=conversation.pk))
+    404 first if `check_writer` may not post to the conversation after all — deleted by
+    another process since this one saw its owner post, say: a 404 whatever the body."""
+    if check_writer is not None:
+        _refuse_unless_writer(check_writer, CONVERSATION_ROW.one(pk=conversation.pk))
 
 
-def ingest_normalised(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
+def ingest_normalised(
+    conversation: Conversation,
+    events: list[NormalisedEvent],
+    *,
+    check_writer: AbstractBaseUser | None = None,
+) -> IngestResult:
     for attempt in range(LOCK_RETRIES):
         try:
             with _turn():
-                return _ingest_once(conversation, events)
+                return _ingest_once(conversation, events, check_writer)
         except OperationalError as error:
             # SQLite's busy timeout and PostgreSQL's row lock should absorb contention;
             # this is the last resort. The transaction rolled back whole: nothing applied.
@@ -100,6 +117,11 @@ EVENT_INSERT = PreparedInsert(Event)
 # With the projector's row counts: still one UPDATE of the conversation row.
 SAVE_CONVERSATION = PreparedSave(
     Conversation, ["last_seq", "status", "title", "updated_at", *ROW_COUNT_FIELDS]
+)
+#: A refused body's conversation, read to answer 404 rather than 400 when its caller may
+#: not post to it (`refuse_before_the_body`).
+CONVERSATION_ROW: Prepared[Conversation] = Prepared(
+    lambda pk: Conversation.objects.filter(pk=pk), pk=Conversation._meta.pk
 )
 LOCK_CONVERSATION: Prepared[Conversation] = Prepared(
     lambda pk: Conversation.objects.select_for_update().filter(pk=pk),
@@ -133,13 +155,17 @@ def _is_retryable(error: OperationalError) -> bool:
     return getattr(error.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
 
 
-def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> IngestResult:
+def _ingest_once(
+    conversation: Conversation,
+    events: list[NormalisedEvent],
+    check_writer: AbstractBaseUser | None,
+) -> IngestResult:
     received_at = timezone.now()
     # Outermost: its on-commit frame is rendered as it commits (`_announced`).
     outermost = not connection.in_atomic_block
     with transaction.atomic():
         locked = LOCK_CONVERSATION.one(pk=conversation.pk)
-        _refuse_unless_writer(conversation, locked)
+        _refuse_unless_writer(check_writer, locked)
         if locked is None:
             raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
         # The title is indexed at the first event (it may predate it) and when it changes.
@@ -177,12 +203,10 @@ def _ingest_once(conversation: Conversation, events: list[NormalisedEvent]) -> I
     )
 
 
-def _refuse_unless_writer(conversation: Conversation, row: Conversation | None) -> None:
-    """The view's 404 for a conversation its caller may not post to, decided on `row`
-    (the conversation's row as just read) when the view left it to ingest
-    (`selectors.writer_to_check`). Raised before anything is written."""
-    user = selectors.writer_to_check(conversation)
-    if user is not None and (row is None or not selectors.may_write(user, row)):
+def _refuse_unless_writer(user: AbstractBaseUser | None, row: Conversation | None) -> None:
+    """The view's 404 for a conversation `user` may not post to, decided on `row` (the
+    conversation's row as just read or locked). Raised before anything is written."""
+    if user is not None and (row is None or not may_write(user, row)):
         raise EventError("conversation not found", status=404)
 
 

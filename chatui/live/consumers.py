@@ -25,9 +25,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from chatui.access import can_view
 from chatui.ingest.events import parse_seq
 from chatui.models import Conversation
-from chatui.read import selectors
 
 from . import frames
 from .broadcast import group_name, rows_group
@@ -236,7 +236,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         conversation = Conversation.objects.filter(pk=self.conversation_id).first()
         if conversation is None:
             return CLOSE_NOT_FOUND
-        if user is None or not selectors.can_view(user, conversation):
+        if user is None or not can_view(user, conversation):
             return CLOSE_FORBIDDEN
         return None
 

@@ -6,7 +6,7 @@ group for its session and one for its user, so that:
 - logging out closes every socket of that session (and no other session's);
 - losing a group or a permission, being deactivated or deleted, or a password
   change makes each of that user's sockets re-read who its session belongs to
-  now and re-check `selectors.can_view` (the consumer closes it with 4403);
+  now and re-check `access.can_view` (the consumer closes it with 4403);
 - changes that send no signal (a queryset `.update()`, a session expiring) are
   caught by the consumer's periodic re-check (`CHATUI_WS_RECHECK_SECONDS`).
 

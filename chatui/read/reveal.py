@@ -19,46 +19,16 @@ from typing import Any
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from chatui.text import ZWSP
+from chatui.text import ZWSP, is_invisible
 
 from .display import Display, TextKind
 
 # -- invisible characters ------------------------------------------------------------
 
-#: Shown as they are: ordinary whitespace.
-_KEEP = frozenset("\t\n\r")
-#: Invisible or blank-looking characters outside the categories below.
-_EXTRA_INVISIBLE = frozenset(
-    {
-        0x034F,  # combining grapheme joiner
-        0x115F,  # hangul choseong filler
-        0x1160,  # hangul jungseong filler
-        0x17B4,  # khmer vowel inherent aq
-        0x17B5,  # khmer vowel inherent aa
-        0x180B,  # mongolian free variation selectors
-        0x180C,
-        0x180D,
-        0x180F,
-        0x3164,  # hangul filler
-        0xFFA0,  # halfwidth hangul filler
-    }
-)
 #: Everything but printable ASCII and ordinary whitespace is a candidate.
 _CANDIDATE = re.compile(r"[^\t\n\r\x20-\x7e]")
 #: A tag in nh3's serialised HTML (attribute values are always double-quoted).
 _HTML_TAG = re.compile(r"""(<(?:[^>"']|"[^"]*"|'[^']*')*>)""")
-
-
-def is_invisible(char: str) -> bool:
-    """Bidi controls, zero-width and other format (Cf) characters, control
-    characters (Cc) but tab and line breaks, line/paragraph separators, tag
-    characters and the supplementary variation selectors used to smuggle text."""
-    if char in _KEEP:
-        return False
-    code = ord(char)
-    if code in _EXTRA_INVISIBLE or 0xE0100 <= code <= 0xE01EF:
-        return True
-    return unicodedata.category(char) in ("Cf", "Cc", "Zl", "Zp")
 
 
 def marker_label(char: str) -> str:

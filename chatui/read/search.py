@@ -47,6 +47,7 @@ from django.db import connection, connections
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from chatui.access import VIEW_ANY
 from chatui.db.prepared import cursor_for
 from chatui.ingest.events import is_tool_execution_result
 from chatui.models import Conversation, Message, Role, StatusType, ToolStatus
@@ -54,7 +55,6 @@ from chatui.secrets import mask_text
 from chatui.text import ELLIPSIS, neutralise
 
 from .presenters import is_assistant_shown
-from .selectors import VIEW_ANY
 
 # A document beyond this many characters is indexed up to here: a multi-megabyte tool
 # output would cost more to index on every write than it is worth to find.

@@ -16,25 +16,18 @@ from functools import lru_cache
 from itertools import chain, takewhile
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Substr
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from chatui.access import can_view, may_write
 from chatui.db.lru import BoundedLRU
 from chatui.db.prepared import InSizes, Prepared
 from chatui.models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
 
 from .presenters import BATCH_WINDOW, PENDING, BatchHead, MessageWindow, is_assistant_shown
-
-VIEW_ANY = "chatui.view_conversation"
-
-
-def can_view(user: AbstractBaseUser | AnonymousUser, conversation: Conversation) -> bool:
-    if not user.is_authenticated:
-        return False
-    return conversation.owner_id == user.pk or user.has_perm(VIEW_ANY)
 
 
 def conversations_for(user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -53,13 +46,12 @@ def conversation_for_writer(
     """The conversation if `user` may post to it: its owner, or `chatui.ingest_any`.
 
     `checked_by_ingest` (the events POST): the caller hands the conversation only to
-    `ingest`, which reads its row again under its lock. For an owner this process has
-    seen post to it before, the row is not read here: a conversation of only its key is
-    given, and `ingest` checks the same rule on the row it locks (`may_write`),
-    refusing as this would (`writer_to_check`) — one read of the row per event, not two
-    (SPEC §8 P2)."""
+    `ingest` with `check_writer=user`, and ingest checks the same rule (`may_write`) on
+    the row it locks. For an owner this process has seen post to it before, the row is
+    not read here: a conversation of only its key and owner is given — one read of the
+    row per event, not two (SPEC §8 P2)."""
     if checked_by_ingest and _owners.get(conversation_id) == user.pk:
-        return _unread(conversation_id, user)
+        return Conversation.with_columns("default", id=conversation_id, owner_id=user.pk)
     conversation = CONVERSATION.one(pk=conversation_id)
     if conversation is None:
         return None
@@ -68,10 +60,6 @@ def conversation_for_writer(
             _owners.remember(conversation.pk, conversation.owner_id)
         return conversation
     return None
-
-
-def may_write(user: AbstractBaseUser, conversation: Conversation) -> bool:
-    return conversation.owner_id == user.pk or user.has_perm("chatui.ingest_any")
 
 
 class _Owners:
@@ -103,24 +91,6 @@ _owners = _Owners()
 )
 def _forget_owner(sender: type[Conversation], instance: Conversation, **kwargs: Any) -> None:
     _owners.forget(instance.pk)
-
-
-#: The attribute of a conversation `conversation_for_writer` gave unread: the user
-#: whose right to post to it `ingest` has yet to check.
-_WRITER_TO_CHECK = "_chatui_writer_to_check"
-
-
-def _unread(conversation_id: uuid.UUID, user: AbstractBaseUser) -> Conversation:
-    """The conversation as its key and owner only (its other columns load if read)."""
-    conversation = Conversation.with_columns("default", id=conversation_id, owner_id=user.pk)
-    setattr(conversation, _WRITER_TO_CHECK, user)
-    return conversation
-
-
-def writer_to_check(conversation: Conversation) -> AbstractBaseUser | None:
-    """The user `ingest` must refuse `conversation` to unless `may_write` (on the row it
-    locks), or None: checked already."""
-    return conversation.__dict__.get(_WRITER_TO_CHECK)
 
 
 def conversation_for_viewer(user: AbstractBaseUser, conversation_id) -> Conversation | None:

@@ -214,9 +214,9 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
         try:
             body = read_json(request)
         except EventError:
-            refuse_before_the_body(conversation)
+            refuse_before_the_body(conversation, check_writer=request.user)
             raise
-        result = ingest(conversation, body, from_runtime=True)
+        result = ingest(conversation, body, from_runtime=True, check_writer=request.user)
         return JsonAnswer(result.as_dict())
     after = parse_seq(request.GET.get("after", "0"))
     if after is None:
