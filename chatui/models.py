@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import models
-from django.db.models.base import ModelState
-from django.db.models.signals import post_init, pre_init
 from django.urls import reverse
+
+from chatui.db.internals import loaded_values, model_without_init
 
 from .fields import OrderedJSONField
 
@@ -57,19 +57,9 @@ M = TypeVar("M", bound=models.Model)
 def _bare(
     cls: type[M], attributes: Iterable[tuple[str, Any]] | dict[str, Any], *, db, adding: bool
 ) -> M | None:
-    """An instance as `Model.__init__` leaves it — its columns' attributes set, a fresh
-    state — without `__init__`'s per-field work (a quarter of loading a row; a batch of
-    100 events makes 100 new rows: SPEC §8). None when something listens to the model's
-    init signals, which must then be sent: the caller goes Django's way."""
-    if pre_init.has_listeners(cls) or post_init.has_listeners(cls):
-        return None
-    instance = cls.__new__(cls)
-    # A foreign key's descriptor only clears a cached related object on set, and a new
-    # instance has none: its attname can go straight into __dict__.
-    instance.__dict__.update(attributes)
-    state = instance._state = ModelState()
-    state.adding, state.db = adding, db
-    return instance
+    """An instance as `Model.__init__` leaves it, without its per-field work
+    (chatui.db.internals.model_without_init); None: go Django's way."""
+    return model_without_init(cls, attributes, db=db, adding=adding)
 
 
 def _loaded(cls: type[M], db: str | None, values: Sequence[Any]) -> M | None:
@@ -298,7 +288,7 @@ class Message(FastLoad):
     def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]) -> Message:
         instance = super().from_db(db, field_names, values)
         # (Read from __dict__: a deferred tool_status is not loaded for it.)
-        instance.stored_tool_status = instance.__dict__.get("tool_status")
+        instance.stored_tool_status = loaded_values(instance).get("tool_status")
         return instance
 
     @property

@@ -250,3 +250,87 @@ TOP_LEVEL_MODULES = 12
 def test_chatui_top_level_holds_few_modules():
     modules = [path.name for path in PACKAGE.glob("*.py")]
     assert len(modules) <= TOP_LEVEL_MODULES, sorted(modules)
+
+
+# -- libraries' private names --------------------------------------------------------
+
+#: Underscored names that are Django's documented model API.
+DOCUMENTED_UNDERSCORED = {"_meta", "_state", "_base_manager", "_default_manager"}
+#: The packages that fence what chatui relies on below libraries' public APIs, each
+#: reliance checked against the installed version (tests/db/test_internals.py, and the
+#: server's own tests for daphne and Twisted).
+FENCES = ("chatui.db", "chatui.server")
+#: Hits outside the fences that are not a library's private name, with the reason.
+NOT_A_LIBRARYS = {
+    ("chatui.read.presenters", "tree._break_cycles"): "chatui's own _ToolTree",
+}
+
+
+def private_names(path: Path) -> set[str]:
+    """What a module reaches that a library keeps private: `x._name` on anything but
+    self/cls and chatui's own names, `__dict__`, getattr of an underscored name, and
+    `from library import _name`."""
+    tree = ast.parse(path.read_text())
+    ours = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.level or (node.module or "").startswith("chatui"))
+        for alias in node.names
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            found.add(ast.unparse(node))
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and node.attr not in DOCUMENTED_UNDERSCORED
+        ):
+            owner = node.value
+            if isinstance(owner, ast.Name) and (owner.id in ("self", "cls") or owner.id in ours):
+                continue
+            found.add(ast.unparse(node))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr", "setattr")
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith("_")
+            and not str(node.args[1].value).startswith("__")
+        ):
+            found.add(ast.unparse(node))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and not (node.module or "").startswith("chatui")
+        ):
+            found |= {f"{node.module}.{a.name}" for a in node.names if a.name[0] == "_"}
+    return found
+
+
+def test_libraries_private_names_are_used_only_inside_the_fences():
+    outside = {
+        (module, name)
+        for module, path in MODULES.items()
+        if not module.startswith(FENCES)
+        for name in private_names(path)
+    }
+    assert outside - set(NOT_A_LIBRARYS) == set()
+
+
+def test_the_private_name_check_sees_a_reach_outside_the_fences(tmp_path):
+    reach = tmp_path / "reach.py"
+    reach.write_text(
+        "import json.encoder\nimport threading\nfrom asyncio import _get_running_loop\n"
+        "hook = getattr(threading, '_register_atexit', None)\n"
+        "loop = json.encoder._make_iterencode\nvalues = object().__dict__\n"
+    )
+    assert private_names(reach) == {
+        "asyncio._get_running_loop",
+        "getattr(threading, '_register_atexit', None)",
+        "json.encoder._make_iterencode",
+        "object().__dict__",
+    }

@@ -22,8 +22,9 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from chatui.ingest.events import MAX_TOKENS
+from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Message, Role, Run, ToolStatus
-from chatui.read.presenters import MALFORMED, duration_text, is_assistant_shown, run_total
+from chatui.read.presenters import MALFORMED, duration_text, run_total
 from chatui.read.reveal import reveal_invisible
 from chatui.text import format_duration, format_tokens
 

@@ -36,14 +36,13 @@ import asyncio
 import contextvars
 import functools
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import SyncToAsync
 from django.conf import settings
 
+from chatui.db.internals import caller_loop
 from chatui.models import Conversation, ConversationStatus, Run
 
 from . import dispatch
@@ -150,11 +149,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 def _caller_main_loop() -> asyncio.AbstractEventLoop | None:
     """The running loop whose `sync_to_async` called this thread, as asgiref's
     `async_to_sync` finds it; None outside such a thread."""
-    threadlocal = SyncToAsync.threadlocal
-    if getattr(threadlocal, "main_event_loop_pid", None) != os.getpid():
-        return None
-    loop = getattr(threadlocal, "main_event_loop", None)
-    return loop if loop is not None and loop.is_running() else None
+    return caller_loop()
 
 
 async def _launch_here(conversation: Conversation, specs: list[RunSpec]) -> str:

@@ -23,6 +23,7 @@ from django.db import connections, models, transaction
 from django.db.models import F, Min, QuerySet, Value
 from django.db.models.functions import Concat, Substr
 
+from chatui.db.internals import loaded_values
 from chatui.db.prepared import (
     InSizes,
     Prepared,
@@ -1314,7 +1315,7 @@ def _as_read(message: Message) -> bool:
     column loaded; text as `str` (a field's `to_python` writes another value's
     `str()`); the timestamp in UTC (as read); booleans and JSON as Python's. Else the
     frame reads it."""
-    values = message.__dict__
+    values = loaded_values(message)
     if any(type(values.get(name)) is not str for name in _TEXT_COLUMNS):
         return False
     timestamp = values.get("timestamp")
@@ -1346,7 +1347,7 @@ def _is_json(value: Any) -> bool:
 
 def _shows_streaming(message: Message) -> bool:
     """Whether the page shows this unfinished assistant message as a bubble that text
-    can be appended to: the same test as `presenters.is_assistant_shown` applies to
+    can be appended to: the same test as `visibility.is_assistant_shown` applies to
     streaming text (not blank, not held back as JSON-like), on the text's start."""
     if "content" in message.get_deferred_fields():
         head = getattr(message, "content_head", "")

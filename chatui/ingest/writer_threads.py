@@ -14,15 +14,15 @@ import contextlib
 import contextvars
 import functools
 import logging
-import os
 import queue
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import SyncToAsync
 from django.db import connection
+
+from chatui.db.internals import REGISTER_ATEXIT, mark_called_from, run_handle
 
 from .events import EventError
 
@@ -42,11 +42,11 @@ def writer_count() -> int:
     return SQLITE_WRITERS if connection.vendor == "sqlite" else POSTGRES_WRITERS
 
 
-#: CPython's hook for what must finish before its threads are joined at exit (private:
-#: concurrent.futures uses it). Where there is none the writer threads are daemons, so
-#: that exiting never waits on them: a write cut short rolls back, and was not
-#: acknowledged (an answer follows its commit).
-_JOIN_BEFORE_EXIT = getattr(threading, "_register_atexit", None)
+#: CPython's hook for what must finish before its threads are joined at exit
+#: (chatui.db.internals). Where there is none the writer threads are daemons, so that
+#: exiting never waits on them: a write cut short rolls back, and was not acknowledged
+#: (an answer follows its commit).
+_JOIN_BEFORE_EXIT = REGISTER_ATEXIT
 
 
 class WriterThreads:
@@ -231,15 +231,14 @@ def _called_from(
     _calling.loop, _calling.held = calling, held
     # What asgiref's thread handler records: `async_to_sync` on this thread then runs
     # its coroutine on the calling loop, not on a new loop of its own.
-    SyncToAsync.threadlocal.main_event_loop = loop
-    SyncToAsync.threadlocal.main_event_loop_pid = os.getpid()
+    mark_called_from(loop)
     try:
         outcome = (context.run(_keeping_a_sound_connection, call), None)
     except BaseException as problem:  # handed to the caller, as a concurrent future does
         outcome = (None, problem)
     finally:
         _calling.loop = _calling.held = None
-        SyncToAsync.threadlocal.main_event_loop = None
+        mark_called_from(None)
     with contextlib.suppress(RuntimeError):  # the loop has closed: the server stopped
         loop.call_soon_threadsafe(_deliver, held, then, wanted, *outcome)
 
@@ -254,7 +253,7 @@ def _deliver(
     """On the loop: what the call handed the loop, then its outcome to `then`."""
     for handle in held:
         if not handle.cancelled():
-            handle._run()  # as the loop runs a callback: a failure is reported, not raised
+            run_handle(handle)  # as the loop runs it: a failure is reported, not raised
     then(wanted, result, problem)
 
 

@@ -40,12 +40,9 @@ from chatui.db.lru import NewestKept
 from chatui.ingest.projection import ChangeSet
 from chatui.models import Message, Role
 from chatui.read.presenters import (
-    BATCH_WINDOW,
-    BatchHead,
     FlatBatch,
     KeptRoot,
     KeptRoots,
-    MessageWindow,
     ToolBatchView,
     count_unpresented,
     flat_batch_after,
@@ -53,6 +50,7 @@ from chatui.read.presenters import (
     present_transcript,
 )
 from chatui.read.selectors import breaks_batch
+from chatui.read.windows import BATCH_WINDOW, BatchHead, MessageWindow
 
 #: Conversations kept per process: those with a run going, and more.
 SIZE = 128

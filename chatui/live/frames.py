@@ -21,12 +21,13 @@ from django.template.loader import get_template
 from django.utils import timezone, translation
 from django.utils.autoreload import file_changed
 from django.utils.html import escape
-from template_partials.templatetags.partials import TemplateProxy
 
+from chatui.db.internals import render_compiled
 from chatui.db.lru import BoundedLRU
 from chatui.ingest.projection import ChangeSet
 from chatui.models import Conversation, Message, Role, seq_of
 from chatui.read import pages, presenters, selectors
+from chatui.read.windows import MessageWindow
 
 from . import batch_cache, tail_cache
 
@@ -337,7 +338,7 @@ def _assistant_parts(
 
 def _batch_of(
     message: Message, tail: selectors.Tail, kept: presenters.KeptRoots | None = None
-) -> tuple[presenters.ToolBatchView | None, presenters.MessageWindow]:
+) -> tuple[presenters.ToolBatchView | None, MessageWindow]:
     """Present the batch holding `message` from the messages it spans (read)."""
     window = selectors.batch_slice(message, tail)
     items = presenters.present_transcript(window, kept=kept)
@@ -391,13 +392,7 @@ def render_partial(name: str, context: dict[str, Any]) -> str:
         found = _TEMPLATES[name] = (template.template, template.backend.engine.autoescape)
     compiled, autoescape = found
     bound = Context(context, autoescape=autoescape)
-    if isinstance(compiled, TemplateProxy):
-        # What TemplateProxy.render does for a fresh context, without its two context
-        # managers (a fresh context's render state needs no isolating).
-        bound.template = bound.render_context.template = compiled
-        bound.template_name = compiled.name
-        return compiled.nodelist.render(bound)
-    return compiled.render(bound)
+    return render_compiled(compiled, bound)
 
 
 def _forget_html(**_kwargs) -> None:

@@ -47,6 +47,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import SafeString
 
+from chatui.db.internals import MAKE_ITERENCODE
 from chatui.db.lru import BoundedLRU
 from chatui.ingest.events import (
     MAX_ATTEMPTS,
@@ -55,6 +56,7 @@ from chatui.ingest.events import (
     contract_number,
     details_failure,
 )
+from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Message, Role, StatusType, ToolStatus
 from chatui.text import (
     ELLIPSIS,
@@ -71,6 +73,7 @@ from chatui.text import (
 
 from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .markdown import render_markdown
+from .windows import BATCH_WINDOW, PENDING, BatchHead
 
 # -- limits (SPEC G3, G4, G12) ------------------------------------------------
 ARG_VALUE_CHARS = 250
@@ -90,7 +93,6 @@ MAX_NESTING_DEPTH = 6
 # What a stored number shows when it is not one ingest accepts today (a row from
 # before the limits of chatui.ingest.events, or written by hand): never a crash.
 MALFORMED = "—"
-PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 
 
 # -- view objects -------------------------------------------------------------
@@ -403,7 +405,7 @@ def _pretty_encoder() -> tuple[dict, Any]:
     return markers, iterencode
 
 
-_MAKE_ITERENCODE = getattr(json.encoder, "_make_iterencode", None)
+_MAKE_ITERENCODE = MAKE_ITERENCODE  # CPython's private encoder loop (chatui.db.internals)
 
 
 def _float_text(value: float) -> str:
@@ -1268,31 +1270,6 @@ def _counted(count: int, word: str) -> str | None:
     return f"{count} {word}" if count else None
 
 
-#: SPEC §10: a batch renders at most its latest 200 top-level entries (P3).
-BATCH_WINDOW = 200
-
-
-@dataclass(frozen=True)
-class BatchHead:
-    """The part of a tool batch before a slice that opens inside it, counted rather
-    than loaded (chatui.read.selectors.transcript_window: a giant batch, P3)."""
-
-    start_pk: int  # the batch's first top-level tool message
-    start_position: int
-    roots: int  # top-level entries in this part
-    failed: int = 0
-    skipped: int = 0
-    running: int = 0
-    updated_seq: int = 0
-
-
-class MessageWindow(list):
-    """A slice of messages (a list) that may open inside a tool batch: `batch_head`
-    describes the batch's part before it."""
-
-    batch_head: BatchHead | None = None
-
-
 def _batch(
     roots: list[Message],
     tree: _ToolTree,
@@ -1459,26 +1436,6 @@ def count_unpresented(tools: Iterable[Message]) -> tuple[int, int, int, int]:
 
 
 # -- users, assistants, statuses ----------------------------------------------------
-
-
-def should_render_assistant_content(message: Message) -> bool:
-    """Seed 000's rule, verbatim: with tool_calls, content must be prose."""
-    if not (message.metadata or {}).get("tool_calls"):
-        return True
-    content = message.content.strip()
-    return content != "" and not content.startswith(("{", "["))
-
-
-def is_assistant_shown(message: Message) -> bool:
-    """R3 plus two guards: blank text shows nothing, and streaming text that starts
-    like JSON is held back (it may turn out to be tool args; tool_calls are only
-    known when the step completes)."""
-    content = message.content.strip()
-    if not content:
-        return False
-    if not message.is_final and content.startswith(("{", "[")):
-        return False
-    return should_render_assistant_content(message)
 
 
 #: A run's total: a number, MALFORMED when a step's stored value is not one ingest

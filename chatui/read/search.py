@@ -50,11 +50,10 @@ from django.db.models.expressions import RawSQL
 from chatui.access import VIEW_ANY
 from chatui.db.prepared import cursor_for
 from chatui.ingest.events import is_tool_execution_result
+from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Message, Role, StatusType, ToolStatus
 from chatui.secrets import mask_text
 from chatui.text import ELLIPSIS, neutralise
-
-from .presenters import is_assistant_shown
 
 # A document beyond this many characters is indexed up to here: a multi-megabyte tool
 # output would cost more to index on every write than it is worth to find.

@@ -25,9 +25,10 @@ from django.dispatch import receiver
 from chatui.access import can_view, may_write
 from chatui.db.lru import BoundedLRU
 from chatui.db.prepared import InSizes, Prepared
+from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
 
-from .presenters import BATCH_WINDOW, PENDING, BatchHead, MessageWindow, is_assistant_shown
+from .windows import BATCH_WINDOW, PENDING, BatchHead, MessageWindow
 
 
 def conversations_for(user: AbstractBaseUser) -> QuerySet[Conversation]:

@@ -34,8 +34,8 @@ from chatui.ingest.service import ingest, refuse_before_the_body
 from chatui.models import ApiToken
 from chatui.read import selectors
 from chatui.read.serializers import conversation_to_dict, event_to_dict, message_to_dict
-from chatui.server.edge import bearer_credential, edge_token
 
+from .credentials import bearer_credential, edge_token
 from .tokens import token_for
 
 JSON_CONTENT_TYPE = "application/json"

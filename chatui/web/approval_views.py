@@ -33,10 +33,10 @@ from chatui.ingest.events import EventError
 from chatui.live.broadcast import group_name
 from chatui.models import Message, Role
 from chatui.read import selectors
-from chatui.server.edge import edge_token
 from chatui.server.ingest_route import finish
 
 from .api import api_view, authenticate, error, read_json
+from .credentials import edge_token
 
 #: A long poll waits at most this long (the edge's request deadline covers only the
 #: arrival of a request, never the wait for its answer).

@@ -43,8 +43,8 @@ from chatui.ingest.events import EventError, NormalisedEvent, decode_json, parse
 from chatui.ingest.service import IngestResult, ingest_normalised
 from chatui.ingest.writer_threads import on_writer
 from chatui.read import selectors
-from chatui.server.edge import bearer_credential, header, origin_allowed
 
+from .credentials import bearer_credential, header, origin_allowed
 from .tokens import token_for_async
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import socket
 import httpx
 import pytest
 
-from chatui.server.edge import origin_allowed
+from chatui.web.credentials import origin_allowed
 from tests.support.live import PASSWORD, USERNAME, LiveServer
 
 
