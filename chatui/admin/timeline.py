@@ -21,7 +21,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from chatui.ingest.events import MAX_TOKENS
+from chatui.ingest.values import MAX_TOKENS
 from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Message, Role, Run, ToolStatus
 from chatui.read.presenters import MALFORMED, duration_text, run_total

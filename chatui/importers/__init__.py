@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chatui.ingest.events import EventError
 from chatui.ingest.service import ingest
+from chatui.ingest.values import EventError
 from chatui.models import Conversation, Message, Role
 
 from . import agentspine, anthropic_messages, chatui_events, legacy, openai_chat

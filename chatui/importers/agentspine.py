@@ -15,7 +15,7 @@ the file in one run; an event type chatui does not know is skipped and counted.
 
 from __future__ import annotations
 
-from chatui.ingest.events import ALIASES
+from chatui.ingest.dialects.agentspine import ALIASES
 
 from .base import Builder, Draft, TranscriptError, decode, jsonl_lines, source_time
 

@@ -45,7 +45,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from chatui.ingest.events import json_depth
+from chatui.ingest.values import json_depth
 from chatui.text import human_size
 
 IMPORT_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)

@@ -33,8 +33,8 @@ from django.utils.dateparse import parse_datetime
 from chatui.access import can_view
 from chatui.models import Conversation, Event, Message, Role, ToolStatus
 
-from .events import EventError
 from .service import IngestResult, ingest
+from .values import EventError
 
 APPROVE_ANY = "chatui.approve_tool"
 SYSTEM = "system"

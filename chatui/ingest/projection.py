@@ -48,13 +48,9 @@ from chatui.models import (
 )
 from chatui.read import search
 
-from .events import (
-    AGENTSPINE,
-    DEFAULT_APPROVAL_TIMEOUT_S,
-    details_failure,
-    is_tool_execution_result,
-    result_text,
-)
+from .dialects.agentspine import AGENTSPINE
+from .events import DEFAULT_APPROVAL_TIMEOUT_S
+from .values import details_failure, is_tool_execution_result, result_text
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)

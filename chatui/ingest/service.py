@@ -27,8 +27,9 @@ from chatui.db.prepared import Prepared, PreparedInsert, PreparedLookup, Prepare
 from chatui.models import Conversation, Event, Message, Run
 from chatui.read import search
 
-from .events import EventError, NormalisedEvent, parse_events
+from .events import NormalisedEvent, parse_events
 from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
+from .values import EventError
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from django.db import connection
 
 from chatui.db.internals import REGISTER_ATEXIT, mark_called_from, run_handle
 
-from .events import EventError
+from .values import EventError
 
 logger = logging.getLogger(__name__)
 

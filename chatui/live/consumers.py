@@ -26,7 +26,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from chatui.access import can_view
-from chatui.ingest.events import parse_seq
+from chatui.ingest.values import parse_seq
 from chatui.models import Conversation
 
 from . import frames

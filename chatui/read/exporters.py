@@ -48,7 +48,7 @@ from typing import IO, Any
 from django.db.models import Max, Min
 from django.utils.dateparse import parse_datetime
 
-from chatui.ingest.events import MAX_DURATION_MS, MAX_TOKENS, contract_number
+from chatui.ingest.values import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from chatui.models import Conversation, Event, Message, Role, Run, ToolStatus
 from chatui.secrets import mask_text, mask_value
 

@@ -49,7 +49,7 @@ from django.utils.safestring import SafeString
 
 from chatui.db.internals import MAKE_ITERENCODE
 from chatui.db.lru import BoundedLRU
-from chatui.ingest.events import (
+from chatui.ingest.values import (
     MAX_ATTEMPTS,
     MAX_DURATION_MS,
     MAX_TOKENS,

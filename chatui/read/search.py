@@ -49,7 +49,7 @@ from django.db.models.expressions import RawSQL
 
 from chatui.access import VIEW_ANY
 from chatui.db.prepared import cursor_for
-from chatui.ingest.events import is_tool_execution_result
+from chatui.ingest.values import is_tool_execution_result
 from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Message, Role, StatusType, ToolStatus
 from chatui.secrets import mask_text

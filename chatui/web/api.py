@@ -22,7 +22,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from chatui.ingest import approvals
 from chatui.ingest import conversations as services
-from chatui.ingest.events import (
+from chatui.ingest.service import ingest, refuse_before_the_body
+from chatui.ingest.values import (
     MAX_SEQ,
     MAX_TITLE_CHARS,
     EventError,
@@ -30,7 +31,6 @@ from chatui.ingest.events import (
     parse_seq,
     unstorable,
 )
-from chatui.ingest.service import ingest, refuse_before_the_body
 from chatui.models import ApiToken
 from chatui.read import selectors
 from chatui.read.serializers import conversation_to_dict, event_to_dict, message_to_dict

@@ -29,7 +29,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from chatui.ingest import approvals
-from chatui.ingest.events import EventError
+from chatui.ingest.values import EventError
 from chatui.live.broadcast import group_name
 from chatui.models import Message, Role
 from chatui.read import selectors

@@ -39,8 +39,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from chatui.ingest.events import EventError, NormalisedEvent, decode_json, parse_events
+from chatui.ingest.events import NormalisedEvent, parse_events
 from chatui.ingest.service import IngestResult, ingest_normalised
+from chatui.ingest.values import EventError, decode_json
 from chatui.ingest.writer_threads import on_writer
 from chatui.read import selectors
 

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from chatui.ingest.events import parse_seq
+from chatui.ingest.values import parse_seq
 from chatui.models import Conversation
 from chatui.read import pages, replay
 

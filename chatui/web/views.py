@@ -15,8 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from chatui import agents
 from chatui.ingest import approvals
 from chatui.ingest import conversations as services
-from chatui.ingest.events import EventError, parse_seq
 from chatui.ingest.service import ingest
+from chatui.ingest.values import EventError, parse_seq
 from chatui.live import frames
 from chatui.models import Conversation
 from chatui.read import listing, pages, presenters, search, selectors

@@ -14,8 +14,8 @@ from django.test import Client
 from django.utils import timezone
 
 from chatui.ingest import approvals
-from chatui.ingest.events import EventError
 from chatui.ingest.service import ingest, reproject
+from chatui.ingest.values import EventError
 from chatui.models import ApiToken, Conversation, Event, Message, ToolStatus
 from chatui.read import presenters
 from chatui.read.exporters import export_events, export_messages, export_otlp

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chatui.ingest.events import (
-    EVENT_TYPES,
-    EventError,
-    json_depth,
-    parse_events,
-    parse_seq,
-    result_text,
-)
+from chatui.ingest.events import EVENT_TYPES, parse_events
+from chatui.ingest.values import EventError, json_depth, parse_seq, result_text
 
 VALID = {
     "user.message": {"content": "hi"},

@@ -19,9 +19,10 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatui.ingest.events import APPROVAL_DECISIONS, EventError
+from chatui.ingest.events import APPROVAL_DECISIONS
 from chatui.ingest.projection import ROW_COUNT_FIELDS, Projector
 from chatui.ingest.service import ingest, reproject
+from chatui.ingest.values import EventError
 from chatui.live.broadcast import send_row
 from chatui.models import Conversation, Message, Role, ToolStatus
 from chatui.read import listing, selectors

@@ -13,7 +13,7 @@ import pytest_asyncio
 from asgiref.sync import async_to_sync
 from django.db import connection
 
-from chatui.ingest.events import EventError
+from chatui.ingest.values import EventError
 from chatui.ingest.writer_threads import (
     _keeping_a_sound_connection,
     calling_loop,

@@ -8,19 +8,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from chatui.ingest.dialects.agentspine import ALIASES
 from chatui.ingest.events import (
-    ALIASES,
     EVENT_TYPES,
     MAX_APPROVAL_TIMEOUT_S,
-    MAX_ATTEMPTS,
-    MAX_DURATION_MS,
-    MAX_ID_CHARS,
-    MAX_TOKENS,
     SCHEMAS,
     SERVER_ONLY_TYPES,
     STATUSES,
-    unstorable,
 )
+from chatui.ingest.values import MAX_ATTEMPTS, MAX_DURATION_MS, MAX_ID_CHARS, MAX_TOKENS, unstorable
 
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
 

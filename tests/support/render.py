@@ -7,7 +7,7 @@ import json
 from django.test import Client
 from django.urls import reverse
 
-from chatui.ingest.events import MAX_SEQ
+from chatui.ingest.values import MAX_SEQ
 from chatui.live import frames
 from chatui.models import Conversation
 from chatui.read.exporters import EXPORT_FORMATS, export_text

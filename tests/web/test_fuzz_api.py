@@ -48,17 +48,17 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatui.ingest.events import (
+from chatui.ingest.events import parse_events
+from chatui.ingest.service import reproject
+from chatui.ingest.values import (
     MAX_DURATION_MS,
     MAX_ID_CHARS,
     MAX_SEQ,
     MAX_TOKENS,
     EventError,
     canonical_json,
-    parse_events,
     unstorable,
 )
-from chatui.ingest.service import reproject
 from chatui.models import Conversation, Event, Message
 from tests.support.fuzz_events import (
     event,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chatui.agents.base import ToolCall, setting
-from chatui.ingest.events import result_text
+from chatui.ingest.values import result_text
 
 if TYPE_CHECKING:  # annotations only: the toolbox and sandbox build on this module
     from .sandbox import Sandbox
