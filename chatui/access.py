@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from chatui.models import Conversation
+from .models import Conversation
 
 VIEW_ANY = "chatui.view_conversation"
 INGEST_ANY = "chatui.ingest_any"

@@ -13,8 +13,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from chatui.importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
-from chatui.importers.base import max_import_bytes
 from chatui.ingest import conversations as services
+from chatui.ingest.dialects.files import max_import_bytes
 from chatui.read.reveal import reveal_text
 from chatui.text import human_size
 

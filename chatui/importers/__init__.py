@@ -14,22 +14,25 @@ write lock:
         conversation = create_conversation(...)
         result = import_draft(draft, "openai", conversation)   # one ingest
 
-Formats (`IMPORT_FORMATS`), each documented in its module:
+Formats (`IMPORT_FORMATS`), each parsed by its translator in chatui.ingest.dialects (the
+same one live ingest uses where the format also arrives live, as AgentSpine's does):
 
-- `openai`      OpenAI chat messages (openai_chat.py)
-- `anthropic`   Anthropic messages (anthropic_messages.py)
-- `agentspine`  AgentSpine event JSONL [001] (agentspine.py)
-- `chatui`      chatui event JSONL, as `export_transcript --format events` writes (chatui_events.py)
-- `legacy`      legacy text with `<tool>`/`<validation>` blocks and Markdown pairs [003] (legacy.py)
+- `openai`      OpenAI chat messages (dialects/openai_chat.py)
+- `anthropic`   Anthropic messages (dialects/anthropic_messages.py)
+- `agentspine`  AgentSpine event JSONL [001] (dialects/agentspine.py)
+- `chatui`      chatui event JSONL, as `export_transcript --format events` writes
+                (dialects/chatui_events.py)
+- `legacy`      legacy text with `<tool>`/`<validation>` blocks and Markdown pairs [003]
+                (dialects/legacy.py)
 
-Imports are deterministic (ids and timestamps derive from the file: base.py),
+Imports are deterministic (ids and timestamps derive from the file: dialects/files.py),
 so importing a file twice into one conversation is all duplicates. Every
 format but `chatui` is one run (`run_id` `import:<digest>`) that starts with
 `agent.status running` and ends with `agent.status completed`. A bad file
 raises `TranscriptError` naming the line or message at fault; nothing is
 written then (the ingest batch is applied whole or not at all). Files are
 bounded (`CHATUI_IMPORT_MAX_BYTES`, `CHATUI_IMPORT_MAX_EVENTS`) and parsed in
-time linear in their size (base.py).
+time linear in their size (dialects/files.py).
 """
 
 from __future__ import annotations
@@ -37,12 +40,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from chatui.ingest.dialects import (
+    agentspine,
+    anthropic_messages,
+    chatui_events,
+    legacy,
+    openai_chat,
+)
+from chatui.ingest.dialects.files import Draft, Source, TranscriptError, read_source
 from chatui.ingest.service import ingest
 from chatui.ingest.values import EventError
 from chatui.models import Conversation, Message, Role
-
-from . import agentspine, anthropic_messages, chatui_events, legacy, openai_chat
-from .base import Draft, Source, TranscriptError, read_source
 
 __all__ = [
     "IMPORT_FORMATS",

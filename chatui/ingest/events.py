@@ -18,13 +18,14 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from .dialects.agentspine import (
+from chatui.ingest.dialects.agentspine import (
     AGENTSPINE,
     AGENTSPINE_SCHEMAS,
     ALIASES,
     FROM_AGENTSPINE,
     with_agentspine_extras,
 )
+
 from .values import (
     MAX_ID_CHARS,
     Checker,

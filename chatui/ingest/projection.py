@@ -34,6 +34,7 @@ from chatui.db.prepared import (
     PreparedUpdate,
     cursor_for,
 )
+from chatui.ingest.dialects.agentspine import AGENTSPINE
 from chatui.models import (
     Conversation,
     ConversationStatus,
@@ -48,7 +49,6 @@ from chatui.models import (
 )
 from chatui.read import search
 
-from .dialects.agentspine import AGENTSPINE
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .values import details_failure, is_tool_execution_result, result_text
 

@@ -45,12 +45,7 @@ from twisted.web.http import HTTPChannel
 from twisted.web.http_headers import Headers
 
 from chatui.models import ApiToken
-from chatui.web.credentials import (
-    SCOPE_TOKEN,
-    bearer_credential,
-    header,
-    origin_allowed,
-)
+from chatui.web.credentials import SCOPE_TOKEN, bearer_credential, header, origin_allowed
 from chatui.web.middleware import CONTENT_SECURITY_POLICY
 from chatui.web.tokens import cached_token, token_for_async
 

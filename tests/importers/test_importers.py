@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from django.template.loader import render_to_string
 
 from chatui.importers import IMPORT_FORMATS, TranscriptError, import_transcript, parse_transcript
-from chatui.importers.legacy import blocks_of, parse_call
+from chatui.ingest.dialects.legacy import blocks_of, parse_call
 from chatui.ingest.service import reproject
 from chatui.models import Conversation, Event, Message, Run
 from chatui.read.presenters import present_transcript

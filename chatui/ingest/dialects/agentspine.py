@@ -1,6 +1,11 @@
 """AgentSpine [001], as its `Agent` emits its events: the same translator for a runtime
 posting live and for an imported file (chatui.importers).
 
+A file is one AgentSpine event per line, exactly as its `Agent` emits them (see the real
+captures in tests/fixtures/agentspine/); `parse` reads it into a draft of the very events
+a live runtime would have posted, stamping ids and times (`files`) and wrapping the file
+in one run; an event type chatui does not know is skipped and counted (`where` = `line N`).
+
 Its events come in under their own names (`tool_execution_start`, `turn_end`, …) and are
 mapped onto chatui's types here (`ALIASES`, `FROM_AGENTSPINE`); the four that need the
 projector's state (which run, which message) are logged under `agentspine.*` types with
@@ -17,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 
-from ..values import (
+from chatui.ingest.values import (
     COMMON_FIELDS,
     Checker,
     EventError,
@@ -28,6 +33,8 @@ from ..values import (
     text_failure,
     unstorable,
 )
+
+from .files import Builder, Draft, TranscriptError, decode, jsonl_lines, source_time
 
 #: [001] AgentSpine's own events that need the projector's state (which run, which
 #: message): logged under these types (an events export re-imports under them).
@@ -163,3 +170,21 @@ FROM_AGENTSPINE: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "tool_execution_update": _from_tool_execution_update,
     "tool_execution_end": _from_tool_execution_end,
 }
+
+
+# -- a file of AgentSpine events (the importer's `agentspine` format) -------------
+
+
+def parse(raw: bytes) -> Draft:
+    builder = Builder(raw)
+    for number, event in jsonl_lines(decode(raw)):
+        where = f"line {number}"
+        kind = event.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise TranscriptError("'type' must be a non-empty string", where=where)
+        if kind not in ALIASES:  # a newer AgentSpine's event: counted, not shown
+            builder.skip(f"{kind[:60]} event")
+            continue
+        at = source_time(event, where)
+        builder.add({k: v for k, v in event.items() if k != "timestamp"}, where=where, at=at)
+    return builder.finish()

@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from chatui.importers import IMPORT_FORMATS, TranscriptError, import_draft, parse_transcript
-from chatui.importers.base import max_import_bytes
 from chatui.ingest.conversations import create_conversation
+from chatui.ingest.dialects.files import max_import_bytes
 from chatui.models import Conversation
 
 

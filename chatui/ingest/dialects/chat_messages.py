@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .base import Builder, TranscriptError, require, source_time
+from .files import Builder, TranscriptError, require, source_time
 
 
 def each_message(

@@ -5,13 +5,13 @@ are ingested as they are — their own `event_id`, `run_id` and `timestamp`
 are kept, so an exported conversation imported into a fresh one gives equal
 messages, and no extra run is wrapped around them (the runs are in the file).
 An event without an `event_id` gets `import:<digest>:<n>`, and one without a
-`timestamp` is stamped as the other formats are (base.py), so a re-import is
+`timestamp` is stamped as the other formats are (files.py), so a re-import is
 still all duplicates. Validation is `ingest`'s own; its errors name the line.
 """
 
 from __future__ import annotations
 
-from .base import Builder, Draft, TranscriptError, decode, jsonl_lines, source_time
+from .files import Builder, Draft, TranscriptError, decode, jsonl_lines, source_time
 
 
 def parse(raw: bytes) -> Draft:

@@ -62,7 +62,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Builder, Draft, TranscriptError, decode, load_json, message_list, source_time
+from .files import Builder, Draft, TranscriptError, decode, load_json, message_list, source_time
 
 MAX_NAME = 200
 TRACE_KEY = "io.mindroom.tool_trace"

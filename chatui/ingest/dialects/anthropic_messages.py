@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (
+from .chat_messages import CallIds, Step, each_message
+from .files import (
     PLACEHOLDERS,
     Builder,
     Draft,
@@ -39,7 +40,6 @@ from .base import (
     parse_arguments,
     require,
 )
-from .chat import CallIds, Step, each_message
 
 
 def _is_call(kind: str) -> bool:

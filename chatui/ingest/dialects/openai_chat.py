@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .base import (
+from .chat_messages import CallIds, Step, each_message
+from .files import (
     PLACEHOLDERS,
     Builder,
     Draft,
@@ -40,7 +41,6 @@ from .base import (
     parse_arguments,
     require,
 )
-from .chat import CallIds, Step, each_message
 
 
 def content_text(content: Any, where: str, builder: Builder, separator: str = "\n\n") -> str:
