@@ -25,6 +25,7 @@ from ..events import MAX_TOKENS
 from ..models import Conversation, Message, Role, Run, ToolStatus
 from ..presenters import MALFORMED, duration_text, is_assistant_shown, run_total
 from ..reveal import reveal_invisible
+from ..secrets import mask_text
 from ..text import format_duration, format_tokens
 
 EXACT = "%Y-%m-%d %H:%M:%S"
@@ -157,7 +158,7 @@ def run_summaries(conversation: Conversation, window: Sequence[Message]) -> list
                 tool_calls=n_tools,
                 failures=n_failed,
                 tokens=tokens.get(run.run_id, "—"),
-                error=reveal_invisible(run.error_message),
+                error=reveal_invisible(mask_text(run.error_message)),  # T3
                 anchor=first_entry.get(run.run_id),
                 steps=[_step(message, run.started_at) for message in tools.get(run.run_id, [])],
             )
