@@ -375,7 +375,9 @@ def index_messages(messages: Iterable[Message]) -> None:
 
 
 def index_title(conversation: Conversation) -> None:
-    _index().index_title(conversation.pk, " ".join(words(conversation.title)))
+    """T3: a title taken from a first message may quote a secret; its words are masked,
+    as every message's are (the title itself is shown as written)."""
+    _index().index_title(conversation.pk, " ".join(words(mask_text(conversation.title))))
 
 
 def rebuild(message_model=Message, conversation_model=Conversation) -> None:

@@ -87,6 +87,16 @@ def stored_documents() -> dict[int, str]:
         return dict(cursor.fetchall())
 
 
+def stored_titles() -> list[str]:
+    """Every row of the title index as the database holds it."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT title FROM chatui_title_search")
+        else:
+            cursor.execute("SELECT document::text FROM chatui_title_search")
+        return [title for (title,) in cursor.fetchall()]
+
+
 def assert_no_secret_word(text: str) -> None:
     for word in SECRET_WORDS:
         assert word not in text.casefold(), word
@@ -115,6 +125,14 @@ def test_t3_search_index_rows_hold_no_secret_value(leaky):
         assert_no_secret_word(document)
     for message in messages:
         assert_no_secret_word(search.document(message))
+    # A title taken from a first message that holds a secret: its words are masked too.
+    titled = Conversation.objects.create(owner=leaky.owner)
+    ingest(titled, [{"type": "user.message", "content": f"key {USER_KEY} for prod"}])
+    titled.refresh_from_db()
+    assert USER_KEY in titled.title  # shown as written, like the person's message
+    assert len(stored_titles()) == 2
+    for title in stored_titles():
+        assert_no_secret_word(title)
     # What the page shows stays findable: the key names and the masks' last characters.
     tool = leaky.messages.get(tool_call_id="c1")
     assert {"password", "alue", "access", "token"} <= set(documents[tool.pk].split())
