@@ -110,8 +110,9 @@ def message_fields(message: Message) -> list[Field]:
     is not searchable. The index holds these words and snippets show this text, so a
     secret's value is never indexed: nobody can find a message by it, letter by letter.
     A tool's text and a status line are masked as the page shows them
-    (`secrets.masked_fields`); a person's or the assistant's own words, shown as
-    written on the page but here out of place, as the conversation list masks them."""
+    (`secrets.masked_fields`); a person's or the assistant's words are masked here too
+    (`mask_text`), as the conversation list masks them, though the page shows them as
+    written."""
     content, meta = masked_fields(message.role, message.content, message.metadata)
     if message.role == Role.TOOL:
         return _tool_fields(message, content, meta)
