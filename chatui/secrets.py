@@ -1,8 +1,15 @@
 """T3: secrets in tool text are masked wherever they are shown.
 
-`mask_text` masks what looks like a secret inside free text; `mask_value` walks
-decoded JSON and masks whole values under secret-sounding keys, and the text of
-every other string. A masked secret is `••••` plus its last 4 characters.
+This module alone decides what is a secret, and every surface asks it: the page and
+the live frames (chatui.display), replay and `?at=`, search's index and snippets, the
+conversation list, the admin and the exports. `masked_fields` says which text of a
+message is masked (a tool's args, result, error and details; a status line, such as a
+failed run's `error_message`); `mask_text` masks what looks like a secret inside free
+text, including values under secret-sounding keys written out as text (JSON, a Python
+repr, `key: value` or `key=value` lines); `mask_value` walks decoded JSON and masks
+whole values under the same keys (SECRET_KEY), and the text of every other string. A
+masked secret is `••••` plus its last 4 characters, and masking it again changes
+nothing.
 
 Every pattern is linear: character classes with bounded or possessive-free simple
 repetition and no nested quantifiers, so a long hostile string costs one pass
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from typing import Any
 
 MASK = "••••"
@@ -25,36 +33,74 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 
-#: Each pattern's `secret` group is masked; what precedes it in the match is kept.
-_PATTERNS = [
+#: A value in text under a secret-sounding key, by the same key rule as `mask_value`:
+#: the key (SECRET_KEY's word and the rest of its name, closed by a quote in JSON or a
+#: Python repr), then `:` or `=`, then the value — a quoted string whole (JSON's `\"`
+#: escapes included), or a bare word (a "Bearer"-like scheme before it is kept). After
+#: `:` a bare value must end where values end, so code such as `token: str)` or
+#: `api_key: Optional[str]` is left alone; JSON's null/true/false are no secrets. A bare
+#: value after `:` holds no `:` or `=`, so no failed try scans past the next key: linear.
+#: Lowercase: it reads the text as `_folded` spells it (see `_Rule`).
+_KEY_IN_TEXT = re.compile(
+    rf"(?:{SECRET_KEY.pattern})[\w.\-]{{0,32}}[\"']?[ \t]*(?:(?P<equals>=)|:)"
+    r"(?:\s{0,16}\"(?P<double>(?:[^\"\\\n]|\\.){1,4096})\""
+    r"|\s{0,16}'(?P<single>(?:[^'\\\n]|\\.){1,4096})'"
+    r"|[ \t]*(?:(?:bearer|basic|token|digest)[ \t]+)?(?!(?:null|true|false|none)\b)"
+    r"(?(equals)(?P<assigned>[^\s&\"',;]{4,})"
+    r"|(?P<bare>[^\s&\"',;:=(){}\[\]<>]{4,})(?=[\s&\"',;:=)}\]]|$)))"
+)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A pattern whose value group (`secret`, or the one of `_KEY_IN_TEXT` that matched)
+    is masked, and the words it cannot match without. A `folded` rule is lowercase and
+    reads the text as `_folded` spells it: a case-insensitive regex costs ~20 times a
+    case-sensitive one. Most texts hold none of a rule's words, and looking for a word
+    costs a fraction of a regex's scan."""
+
+    needs: tuple[str, ...]  # as `_folded` spells them
+    pattern: re.Pattern[str]
+    folded: bool = False
+
+
+#: Keys come first: a value they mask is then not taken apart again by the formats
+#: below. A mask adds no word a rule needs (its `••••` breaks any it touches), so the
+#: words of the text as given decide which rules run.
+_RULES = (
+    _Rule(("token", "secret", "passw", "key", "authorization"), _KEY_IN_TEXT, folded=True),
     # `Authorization: Bearer abc…` and bare `Bearer abc…`
-    re.compile(r"(?i)\bbearer (?P<secret>[A-Za-z0-9\-._~+/]{8,}=*)"),
+    _Rule(("bearer",), re.compile(r"\bbearer (?P<secret>[a-z0-9\-._~+/]{8,}=*)"), folded=True),
     # credentials in URLs: scheme://user:pass@host → the password part
-    re.compile(r"://[^\s:/@]{1,256}:(?P<secret>[^\s/@]{1,256})@"),
+    _Rule(("://",), re.compile(r"://[^\s:/@]{1,256}:(?P<secret>[^\s/@]{1,256})@")),
     # well-known key formats
-    re.compile(r"\b(?P<secret>sk-[A-Za-z0-9_\-]{16,})"),
-    re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,})"),
-    re.compile(r"\b(?P<secret>xox[abprs]-[A-Za-z0-9\-]{10,})"),
-    re.compile(r"\b(?P<secret>AKIA[0-9A-Z]{16})\b"),
-    # JWT: three base64url parts, the header starting with {" encoded as eyJ
-    re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,})"),
-    # key=value in free text (query strings, env lines), for secret-sounding keys
-    re.compile(
-        r"(?i)(?:token|secret|password|passwd|api_key|apikey|access_key)=(?P<secret>[^\s&\"',;]{4,})"
+    _Rule(("sk-",), re.compile(r"\b(?P<secret>sk-[A-Za-z0-9_\-]{16,})")),
+    _Rule(
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        re.compile(r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,})"),
     ),
-]
+    _Rule(("xox",), re.compile(r"\b(?P<secret>xox[abprs]-[A-Za-z0-9\-]{10,})")),
+    _Rule(("akia",), re.compile(r"\b(?P<secret>AKIA[0-9A-Z]{16})\b")),
+    # JWT: three base64url parts, the header starting with {" encoded as eyJ
+    _Rule(
+        ("eyj",),
+        re.compile(r"\b(?P<secret>eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,})"),
+    ),
+)
+#: The only letters outside ASCII that Python's case-insensitive matching takes for
+#: ASCII ones and `str.lower` does not turn into them (İ, ı: i; ſ: s; the Kelvin sign
+#: lowers to k by itself). İ is also the only letter whose lowercase is two characters:
+#: once it is gone, a folded text has its original's length, character for character.
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+_FOLD_CHARS = ("\u0130", "\u0131", "\u017f")
+_VALUE_GROUPS = ("secret", "double", "single", "assigned", "bare")
+#: What a masked secret looks like: masking it again changes nothing.
+_ALREADY_MASKED = re.compile(MASK + r"\S{0,4}")
 
 
 def mask_secret(secret: str) -> str:
     """`••••` plus the last 4 characters (all of a short one is hidden)."""
     return MASK + (secret[-KEEP:] if len(secret) > 2 * KEEP else "")
-
-
-def _masked(found: re.Match[str]) -> str:
-    start, end = found.span("secret")
-    whole = found.group()
-    offset = found.start()
-    return whole[: start - offset] + mask_secret(found.group("secret")) + whole[end - offset :]
 
 
 #: Texts up to this long are masked once and remembered (`_mask_short`): a live frame
@@ -77,10 +123,42 @@ def _mask_short(text: str) -> str:
     return _mask(text)
 
 
+def _folded(text: str) -> str:
+    """`text` lowercased as case-insensitive matching sees it, of the same length."""
+    if not text.isascii() and any(char in text for char in _FOLD_CHARS):
+        text = text.translate(_FOLD)  # rare, and slow: a dict lookup per character
+    return text.lower()
+
+
 def _mask(text: str) -> str:
-    for pattern in _PATTERNS:
-        text = pattern.sub(_masked, text)
+    folded = _folded(text)
+    for rule in _RULES:
+        if not any(word in folded for word in rule.needs):
+            continue
+        masked = _substitute(rule.pattern, text, folded if rule.folded else text)
+        if masked is not text:
+            text, folded = masked, _folded(masked)
     return text
+
+
+def _substitute(pattern: re.Pattern[str], text: str, scanned: str) -> str:
+    """`text` with the value group of each match of `pattern` in `scanned` (`text`, or
+    its folded twin: the same positions) masked; `text` itself when nothing changed."""
+    parts: list[str] = []
+    done = 0
+    for found in pattern.finditer(scanned):
+        values = found.groupdict()
+        name = next(group for group in _VALUE_GROUPS if values.get(group) is not None)
+        start, end = found.span(name)
+        secret = text[start:end]
+        if _ALREADY_MASKED.fullmatch(secret):
+            continue
+        parts += (text[done:start], mask_secret(secret))
+        done = end
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 def mask_value(value: Any) -> Any:
@@ -94,8 +172,27 @@ def mask_value(value: Any) -> Any:
         masked = {}
         for key, item in value.items():
             if isinstance(key, str) and SECRET_KEY.search(key) and item not in (None, "", [], {}):
-                masked[key] = mask_secret(item if isinstance(item, str) else str(item))
+                secret = item if isinstance(item, str) else str(item)
+                masked[key] = secret if _ALREADY_MASKED.fullmatch(secret) else mask_secret(secret)
             else:
                 masked[key] = mask_value(item)
         return masked
     return value
+
+
+#: The messages whose text is masked wherever it is shown: a tool's args, result, error
+#: and details, and a status line (a failed run's `error_message` is its red banner).
+#: A person's own words and the assistant's answer are shown as written; search and
+#: the conversation list mask those too (`mask_text`), as they show them out of place.
+MASKED_ROLES = frozenset({"tool", "status"})
+
+
+def masked_fields(
+    role: str, content: str, metadata: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """A message's content and metadata as every surface shows them: masked for the
+    roles of MASKED_ROLES, as stored for the others (the same objects, not copies)."""
+    metadata = metadata or {}
+    if role not in MASKED_ROLES:
+        return content, metadata
+    return mask_text(content), mask_value(metadata)

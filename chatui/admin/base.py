@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 
 from chatui.models import Conversation, Message, Role, ToolStatus
 from chatui.read.reveal import reveal_invisible
-from chatui.secrets import mask_text, mask_value
+from chatui.secrets import MASKED_ROLES, masked_fields
 
 LIST_TEXT_CHARS = 120
 #: Holders may reveal one tool entry's secrets; each reveal is recorded (T3).
@@ -26,13 +26,12 @@ VIEW_SECRETS = "chatui.view_secrets"
 
 
 def masked_message(message: Message) -> Message:
-    """An unsaved copy of a tool message with its tool text masked (T3), as the
-    page's presenter masks it; other messages are returned as they are."""
-    if message.role != Role.TOOL:
+    """An unsaved copy of a tool message or status line with its text masked (T3), as
+    the page's presenter masks it; other messages are returned as they are."""
+    if message.role not in MASKED_ROLES:
         return message
     masked = copy.copy(message)
-    masked.metadata = mask_value(message.metadata or {})
-    masked.content = mask_text(message.content)
+    masked.content, masked.metadata = masked_fields(message.role, message.content, message.metadata)
     return masked
 
 

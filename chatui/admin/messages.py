@@ -1,10 +1,12 @@
-"""The projected messages, read-only; tool text masked (T3)."""
+"""The projected messages, read-only; tool text and status lines masked (T3), and
+searched through the page's masked full-text index, never by a secret's value."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
 from chatui.models import Message
+from chatui.read import search
 from chatui.read.reveal import pretty_json, reveal_invisible, revealed_block
 from chatui.text import clip, collapse_newlines
 
@@ -31,6 +33,7 @@ class MessageAdmin(ConversationScopedAdmin):
     )
     list_display_links = ("position", "role")
     list_filter = (ConversationFilter, "role", "tool_status", "status_type")
+    # Searched through the index (get_search_results); listed so the box shows.
     search_fields = ("content", "tool_name", "=message_id", "=tool_call_id")
     search_help_text = "Message text or tool name; exact message or tool call id."
     ordering = ("-timestamp", "-position")
@@ -52,6 +55,11 @@ class MessageAdmin(ConversationScopedAdmin):
         "content_shown",
         "metadata_shown",
     )
+
+    def get_search_results(self, request, queryset, search_term):
+        """Through the full-text index, which holds masked text (T3): a `LIKE` over the
+        stored content would find a message by its secret, letter by letter."""
+        return search.filter_messages(queryset, search_term), False
 
     message_id_shown = revealed("message_id", "message id")
     tool_call_id_shown = revealed("tool_call_id", "tool call id")

@@ -26,6 +26,7 @@ from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Message, Role, Run, ToolStatus
 from chatui.read.presenters import MALFORMED, duration_text, run_total
 from chatui.read.reveal import reveal_invisible
+from chatui.secrets import mask_text
 from chatui.text import format_duration, format_tokens
 
 EXACT = "%Y-%m-%d %H:%M:%S"
@@ -158,7 +159,7 @@ def run_summaries(conversation: Conversation, window: Sequence[Message]) -> list
                 tool_calls=n_tools,
                 failures=n_failed,
                 tokens=tokens.get(run.run_id, "—"),
-                error=reveal_invisible(run.error_message),
+                error=reveal_invisible(mask_text(run.error_message)),  # T3
                 anchor=first_entry.get(run.run_id),
                 steps=[_step(message, run.started_at) for message in tools.get(run.run_id, [])],
             )

@@ -9,12 +9,12 @@ text is, and nothing else needs to know the fields:
 - `AttrText`: text shown as an attribute value (what Copy args copies);
 - `Key`: ids, URLs, times and a fixed vocabulary: never changed.
 
-A `Display` says whether tool text has its secrets masked (T3: `MASKED`, the default
-of every presenting function) and which transform, if any, every shown text goes
-through, applied here by those types (the admin's invisible-character markers,
-chatui.read.reveal). A new text field therefore needs a type, and no edit anywhere
-else; a `str` field without one is refused (TypeError) the first time its class goes
-through a transform, and by tests/read/test_display.py.
+A `Display` says whether tool text and status lines have their secrets masked (T3:
+`MASKED`, the default of every presenting function) and which transform, if any,
+every shown text goes through, applied here by those types (the admin's
+invisible-character markers, chatui.read.reveal). A new text field therefore needs a
+type, and no edit anywhere else; a `str` field without one is refused (TypeError) the
+first time its class goes through a transform, and by tests/read/test_display.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from django.utils.safestring import SafeString
 
-from chatui.secrets import mask_text, mask_value
+from chatui.secrets import masked_fields
 
 TextKind = Literal["text", "tool", "html", "attribute"]
 TEXT_KINDS: tuple[TextKind, ...] = ("text", "tool", "html", "attribute")
@@ -56,11 +56,15 @@ class Display:
     mask_secrets: bool = True
     transform: Transform | None = None
 
-    def tool_text(self, metadata: dict[str, Any], content: str) -> tuple[dict[str, Any], str]:
-        """A tool message's metadata and content as they may be shown."""
+    def message_text(
+        self, role: str, metadata: dict[str, Any], content: str
+    ) -> tuple[dict[str, Any], str]:
+        """A message's metadata and content as they may be shown (chatui.secrets decides
+        what is masked: a tool's text and a status line)."""
         if not self.mask_secrets:
             return metadata, content
-        return mask_value(metadata), mask_text(content)
+        content, metadata = masked_fields(role, content, metadata)
+        return metadata, content
 
     def show(self, view: View) -> View:
         """`view` with every text field (nested views too) through the transform."""

@@ -50,7 +50,7 @@ from django.utils.dateparse import parse_datetime
 
 from chatui.ingest.values import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from chatui.models import Conversation, Event, Message, Role, Run, ToolStatus
-from chatui.secrets import mask_text, mask_value
+from chatui.secrets import MASKED_ROLES, mask_text, mask_value, masked_fields
 
 from .selectors import messages_of
 from .serializers import conversation_to_dict, event_to_input, message_to_dict
@@ -90,24 +90,33 @@ TOOL_TEXT_FIELDS = frozenset(
 )
 
 
+#: T3: the events whose `message` is shown as a tool's progress or a status line.
+MESSAGE_TEXT_EVENTS = frozenset({"agent.tool.progress", "agent.status"})
+
+
 def masked_message(data: dict[str, Any]) -> dict[str, Any]:
-    """T3: a canonical tool message with secrets masked as the page shows them
-    (the same `mask_value`/`mask_text` as `presenters.present_tool_entry`)."""
-    if data.get("role") != "tool":
+    """T3: a canonical message with secrets masked as the page shows it (the same
+    `secrets.masked_fields` as the presenters: tool text and status lines)."""
+    if data.get("role") not in MASKED_ROLES:
         return data
-    masked = {**data, "content": mask_text(data.get("content", ""))}
+    content, metadata = masked_fields(data["role"], data.get("content", ""), data.get("metadata"))
+    masked = {**data, "content": content}
     if "metadata" in data:
-        masked["metadata"] = mask_value(data["metadata"])
+        masked["metadata"] = metadata
     return masked
 
 
 def masked_event(data: dict[str, Any]) -> dict[str, Any]:
-    """T3: an exported event with the secrets in its tool text masked."""
+    """T3: an exported event with the secrets in its tool text, its progress or status
+    line and a failed run's `error_message` masked."""
     masked = {
         key: mask_value(value) if key in TOOL_TEXT_FIELDS else value for key, value in data.items()
     }
-    if data.get("type") == "agent.tool.progress" and isinstance(data.get("message"), str):
-        masked["message"] = mask_text(data["message"])
+    for key in ("message", "error_message"):
+        if key == "message" and data.get("type") not in MESSAGE_TEXT_EVENTS:
+            continue
+        if isinstance(data.get(key), str):
+            masked[key] = mask_text(data[key])
     return masked
 
 
@@ -193,6 +202,9 @@ def export_otlp(conversation: Conversation, *, reveal: bool = False) -> dict[str
         if tool.run_id not in spans_by_run:  # a tool whose events carried no run_id
             spans_by_run[tool.run_id] = (tool.timestamp, tool.timestamp)
     runs = {run.run_id: run for run in Run.objects.filter(conversation=conversation)}
+    if not reveal:
+        for run in runs.values():  # T3: the run span's status message is its error line
+            run.error_message = mask_text(run.error_message)
     tokens = _tokens_by_run(conversation)
     started, completed = _tool_times(conversation)
 
@@ -219,8 +231,7 @@ def _masked_tool(tool: Message) -> Message:
     """T3: an unsaved copy of a tool message with its args, result, error and
     details masked, for the span attributes (exporters only read)."""
     masked = copy.copy(tool)
-    masked.metadata = mask_value(tool.metadata or {})
-    masked.content = mask_text(tool.content)
+    masked.content, masked.metadata = masked_fields(tool.role, tool.content, tool.metadata)
     return masked
 
 

@@ -807,7 +807,7 @@ def _present_entry(
 ) -> ToolEntryView:
     # T3: secrets are masked here (unless `display` reveals them), the one place tool
     # text becomes presentable.
-    meta, content = display.tool_text(message.metadata or {}, message.content)
+    meta, content = display.message_text(message.role, message.metadata or {}, message.content)
     status = str(message.tool_status or ToolStatus.RUNNING)
     no_result = status in PENDING and bool(meta.get("no_result_recorded"))
     pending = status in PENDING and not no_result  # T2: no timer once its run ended
@@ -1520,13 +1520,16 @@ def _continuation(meta: dict[str, Any]) -> ContinuationView | None:
     )
 
 
-def present_status(message: Message) -> StatusView:
-    kind = message.status_type or (message.metadata or {}).get("status_type") or "info"
+def present_status(message: Message, display: Display = MASKED) -> StatusView:
+    # T3: a status line is masked as tool text is: a failed run's error_message (the
+    # red banner) may quote a token as readily as a tool's error does.
+    meta, text = display.message_text(message.role, message.metadata or {}, message.content)
+    kind = message.status_type or meta.get("status_type") or "info"
     return StatusView(
         **MessageView.fields_of(message),
         status_type=kind,
-        text=message.content,
-        continuation=_continuation(message.metadata or {}) if kind == "continuation" else None,
+        text=text,
+        continuation=_continuation(meta) if kind == "continuation" else None,
         is_spinner=kind == "thinking",
         is_toast=kind == "info",
         is_banner=kind == "error",
@@ -1605,7 +1608,7 @@ def present_transcript(
                 batch.append(message)  # nested tools live inside their parent's entry
         elif message.role == Role.STATUS:
             if message.pk not in hidden:
-                (held if batch else items).append(present_status(message))
+                (held if batch else items).append(present_status(message, display))
         elif message.role == Role.ASSISTANT:
             if message.pk in shown:  # hidden assistant messages do not split a batch
                 flush()

@@ -44,15 +44,15 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection, connections
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from chatui.access import VIEW_ANY
 from chatui.db.prepared import cursor_for
 from chatui.ingest.values import is_tool_execution_result
 from chatui.ingest.visibility import is_assistant_shown
-from chatui.models import Conversation, Message, Role, StatusType, ToolStatus
-from chatui.secrets import mask_text
+from chatui.models import Conversation, Message, Role, Run, StatusType, ToolStatus
+from chatui.secrets import MASKED_ROLES, mask_text, masked_fields
 from chatui.text import ELLIPSIS, neutralise
 
 # A document beyond this many characters is indexed up to here: a multi-megabyte tool
@@ -106,27 +106,35 @@ def json_text(value: Any) -> str:
 
 
 def message_fields(message: Message) -> list[Field]:
-    """What a reader sees of `message`, field by field; [] for what is not searchable."""
+    """What a reader sees of `message`, field by field, secrets masked (T3); [] for what
+    is not searchable. The index holds these words and snippets show this text, so a
+    secret's value is never indexed: nobody can find a message by it, letter by letter.
+    A tool's text and a status line are masked as the page shows them
+    (`secrets.masked_fields`); a person's or the assistant's words are masked here too
+    (`mask_text`), as the conversation list masks them, though the page shows them as
+    written."""
+    content, meta = masked_fields(message.role, message.content, message.metadata)
     if message.role == Role.TOOL:
-        return _tool_fields(message)
+        return _tool_fields(message, content, meta)
     if message.role == Role.ASSISTANT and not is_assistant_shown(message):
         return []  # R3's hidden JSON, blank text
-    return [Field("text", message.content)]
+    if message.role in MASKED_ROLES:
+        return [Field("text", content)]
+    return [Field("text", mask_text(content))]
 
 
-def _tool_fields(message: Message) -> list[Field]:
-    meta = message.metadata or {}
+def _tool_fields(message: Message, content: str, meta: dict[str, Any]) -> list[Field]:
     fields = [Field("tool", message.tool_name)]
     args = " ".join(
         text for text in (json_text(meta.get("args")), json_text(meta.get("args_summary"))) if text
     )
     fields.append(Field("args", args))
     if message.tool_status == ToolStatus.ERROR:
-        fields.append(Field("error", meta.get("tool_error") or message.content))
+        fields.append(Field("error", meta.get("tool_error") or content))
     else:
         result = meta.get("tool_result")
         structured = isinstance(result, dict | list) and not is_tool_execution_result(result)
-        fields.append(Field("result", json_text(result) if structured else message.content))
+        fields.append(Field("result", json_text(result) if structured else content))
     if meta.get("details") is not None:
         fields.append(Field("details", json_text(meta["details"])))
     return [item for item in fields if item.text]
@@ -247,6 +255,12 @@ class _SQLiteIndex:
         found = _newest(sql, [query.fts5()], "c.updated_at", owner_id, None, limit)
         return [uuid.UUID(pk) for (pk,) in found]
 
+    def message_ids(self, query: Query) -> RawSQL:
+        return RawSQL(
+            "SELECT s.rowid FROM chatui_message_search s WHERE s.document MATCH %s",
+            [query.fts5()],
+        )
+
     def conversation_ids(self, query: Query) -> RawSQL:
         return RawSQL(
             "SELECT m.conversation_id FROM chatui_message_search s"
@@ -306,6 +320,13 @@ class _PostgresIndex:
             pk for (pk,) in _newest(sql, [query.tsquery()], "c.updated_at", owner_id, None, limit)
         ]
 
+    def message_ids(self, query: Query) -> RawSQL:
+        return RawSQL(
+            "SELECT s.message_id FROM chatui_message_search s"
+            " WHERE s.document @@ to_tsquery('simple', %s)",
+            [query.tsquery()],
+        )
+
     def conversation_ids(self, query: Query) -> RawSQL:
         return RawSQL(
             "SELECT m.conversation_id FROM chatui_message_search s"
@@ -355,7 +376,9 @@ def index_messages(messages: Iterable[Message]) -> None:
 
 
 def index_title(conversation: Conversation) -> None:
-    _index().index_title(conversation.pk, " ".join(words(conversation.title)))
+    """T3: a title taken from a first message may quote a secret; its words are masked,
+    as every message's are (the title itself is shown as written)."""
+    _index().index_title(conversation.pk, " ".join(words(mask_text(conversation.title))))
 
 
 def rebuild(message_model=Message, conversation_model=Conversation) -> None:
@@ -532,6 +555,41 @@ def _squeeze(text: str) -> str:
 
 
 # -- the admin's search box -----------------------------------------------------------------
+
+
+def filter_messages(queryset: QuerySet[Message], text: str) -> QuerySet[Message]:
+    """The admin's message search: messages matching `text` through the index (their
+    masked text, T3: never by a secret's value, as a `LIKE` over content would), or
+    whose message id or tool call id is exactly `text`."""
+    text = text.strip()
+    if not text:
+        return queryset
+    exact = Q(message_id=text) | Q(tool_call_id=text)
+    query = parse_query(text)
+    if query is None:
+        return queryset.filter(exact)
+    return queryset.filter(Q(pk__in=_index().message_ids(query)) | exact)
+
+
+def filter_runs(queryset: QuerySet[Run], text: str) -> QuerySet[Run]:
+    """The admin's run search: runs whose id is exactly `text`, or whose error line
+    (the run's red banner, a status message) matches it through the index: masked
+    (T3), so a run is never found by a secret in its `error_message`."""
+    text = text.strip()
+    if not text:
+        return queryset
+    exact = Q(run_id=text)
+    query = parse_query(text)
+    if query is None:
+        return queryset.filter(exact)
+    banner = Message.objects.filter(
+        pk__in=_index().message_ids(query),
+        conversation_id=OuterRef("conversation_id"),
+        run_id=OuterRef("run_id"),
+        role=Role.STATUS,
+        status_type="error",
+    )
+    return queryset.filter(exact | Exists(banner))
 
 
 def filter_conversations(queryset: QuerySet[Conversation], text: str) -> QuerySet[Conversation]:
