@@ -47,8 +47,8 @@ from chatui.models import (
     ToolStatus,
     position_for,
 )
-from chatui.read import search
 
+from . import search_index
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .values import details_failure, is_tool_execution_result, result_text
 
@@ -1147,7 +1147,7 @@ class Projector:
             self._dirty = {}
         self._flush_appends()
         if self._searchable:  # in this transaction, for what this flush wrote (SPEC §15)
-            search.index_messages(self._searchable.values())
+            search_index.index_messages(self._searchable.values())
             self._searchable = {}
 
     def written_rows(self) -> dict[int, Message]:

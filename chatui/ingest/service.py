@@ -25,8 +25,8 @@ from django.utils import timezone
 from chatui.access import may_write
 from chatui.db.prepared import Prepared, PreparedInsert, PreparedLookup, PreparedSave
 from chatui.models import Conversation, Event, Message, Run
-from chatui.read import search
 
+from . import search_index
 from .events import NormalisedEvent, parse_events
 from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
 from .values import EventError
@@ -189,7 +189,7 @@ def _ingest_once(
             locked.last_seq = rows[-1].seq
             SAVE_CONVERSATION.run(locked)
             if locked.title != indexed_title:
-                search.index_title(locked)
+                search_index.index_title(locked)
             _announce_on_commit(locked, rows[0].seq, _announced(projector, outermost=outermost))
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
@@ -280,7 +280,7 @@ def reproject(conversation: Conversation) -> ChangeSet:
         projector.changes.conversation_changed = True
         projector.changes.full_refresh = True
         locked.save(update_fields=["status", "title", "updated_at", "rebuilds", *ROW_COUNT_FIELDS])
-        search.index_title(locked)  # messages were indexed by the projector's flushes
+        search_index.index_title(locked)  # messages were indexed by the projector's flushes
         _announce_on_commit(locked, 1, projector.changes)
     conversation.status, conversation.rebuilds = locked.status, locked.rebuilds
     conversation.tool_count = locked.tool_count

@@ -97,7 +97,7 @@ def _statements(vendor: str, *, drop: bool) -> list[str]:
 def create_index(apps, schema_editor):
     for statement in _statements(schema_editor.connection.vendor, drop=False):
         schema_editor.execute(statement, params=None)
-    from chatui.read import search
+    from chatui.ingest import search_index as search
 
     search.rebuild(apps.get_model("chatui", "Message"), apps.get_model("chatui", "Conversation"))
 

@@ -11,7 +11,7 @@ from django.db import migrations
 
 
 def rebuild_masked(apps, schema_editor) -> None:
-    from chatui import search
+    from chatui.ingest import search_index as search
 
     search.rebuild(apps.get_model("chatui", "Message"), apps.get_model("chatui", "Conversation"))
 

@@ -12,10 +12,10 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from chatui import frames
-from chatui.exporters import export_text
-from chatui.ingest import ingest
+from chatui.ingest.service import ingest
+from chatui.live import frames
 from chatui.models import Conversation, Event, Message, Run
+from chatui.read.exporters import export_text
 from chatui.secrets import mask_text, mask_value
 
 RESULT_TOKEN = "tok_result_0123456789abcd"

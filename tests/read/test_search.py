@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from chatui.ingest import search_index
 from chatui.ingest.service import ingest, reproject
 from chatui.models import Conversation, Message
 from chatui.read import search, selectors
@@ -374,7 +375,7 @@ def test_sec15_rebuild_indexes_what_exists(user, expedition):
         cursor.execute("DELETE FROM chatui_message_search")
         cursor.execute("DELETE FROM chatui_title_search")
     assert hits(user, "leviathan") == [] and found_conversations(user, "expedition") == []
-    search.rebuild()
+    search_index.rebuild()
     assert [hit.pk for hit in hits(user, "leviathan")] == [message(expedition, "tool_s1").pk]
     assert found_conversations(user, "expedition") == ["Expedition log"]
 

@@ -12,9 +12,10 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 
-from chatui import search
-from chatui.ingest import ingest
+from chatui.ingest import search_index
+from chatui.ingest.service import ingest
 from chatui.models import Conversation, Message
+from chatui.read import search
 
 PASSWORD = "P4ssw0rdSECRETvalue"
 URL_PASSWORD = "hunterpass99"
@@ -22,7 +23,7 @@ SK_KEY = "sk-abcdefghijklmnopqrst"
 ACCESS_TOKEN = "tok_live_QWERTY123456"
 CRASH_TOKEN = "tok_crashsecret9876"
 USER_KEY = "sk-usertypedthiskey0042"
-#: Each secret as the index would spell its words (search.words): none may be stored.
+#: Each secret as the index would spell its words (search_index.words): none may be stored.
 SECRET_WORDS = (
     "p4ssw0rdsecretvalue",
     "hunterpass99",
@@ -119,12 +120,12 @@ def page_hits(person: User, text: str) -> int:
 def test_t3_search_index_rows_hold_no_secret_value(leaky):
     documents = stored_documents()
     messages = list(leaky.messages.all())
-    assert {m.pk for m in messages} >= {m.pk for m in messages if search.is_indexable(m)}
+    assert {m.pk for m in messages} >= {m.pk for m in messages if search_index.is_indexable(m)}
     assert documents, "the conversation is indexed"
     for document in documents.values():
         assert_no_secret_word(document)
     for message in messages:
-        assert_no_secret_word(search.document(message))
+        assert_no_secret_word(search_index.document(message))
     # A title taken from a first message that holds a secret: its words are masked too.
     titled = Conversation.objects.create(owner=leaky.owner)
     ingest(titled, [{"type": "user.message", "content": f"key {USER_KEY} for prod"}])
@@ -213,7 +214,9 @@ def test_t3_migration_rebuilds_an_old_index_from_masked_text(leaky):
     """A database indexed before the fix holds raw secret words: the data migration
     rebuilds every row from the masked text."""
     tool = leaky.messages.get(tool_call_id="c1")
-    search._index().index_messages([(tool.pk, f"password {PASSWORD.lower()} {URL_PASSWORD}")])
+    search_index._writes().index_messages(
+        [(tool.pk, f"password {PASSWORD.lower()} {URL_PASSWORD}")]
+    )
     assert "p4ssw0rdsecretvalue" in stored_documents()[tool.pk]
     migration = importlib.import_module("chatui.migrations.0014_search_index_masked")
     from django.apps import apps
@@ -222,4 +225,4 @@ def test_t3_migration_rebuilds_an_old_index_from_masked_text(leaky):
     documents = stored_documents()
     for document in documents.values():
         assert_no_secret_word(document)
-    assert documents[tool.pk] == search.document(Message.objects.get(pk=tool.pk))
+    assert documents[tool.pk] == search_index.document(Message.objects.get(pk=tool.pk))
