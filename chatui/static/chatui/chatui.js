@@ -279,6 +279,7 @@
     if (spec === null && !socket) return null; // not out of band: htmx leaves it alone
     spec = spec || "true";
     var colon = spec.indexOf(":");
+    if (colon < 0 && !part.id) return null; // no target to look for: htmx's to judge
     return {
       style: spec === "true" ? "outerHTML" : colon < 0 ? spec : spec.slice(0, colon),
       selector: colon < 0 ? "#" + part.id : spec.slice(colon + 1),
