@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make run PORT=9000` serves another port, `HOST=0.0.0.0` every interface (docs/settings.md).
 HOST ?= 127.0.0.1
 PORT ?= 8000
 

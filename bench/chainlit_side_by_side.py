@@ -125,7 +125,8 @@ def seen_at(page, name: str, offset: float, timeout: float = 120000) -> float:
 
 def install_chainlit(reinstall: bool) -> Path:
     python = CHAINLIT_DIR / "venv" / "bin" / "python"
-    if python.exists() and not reinstall:
+    # Its command, not the interpreter: an install cut short leaves the interpreter only.
+    if (python.parent / "chainlit").exists() and not reinstall:
         return python
     CHAINLIT_DIR.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", "--clear", CHAINLIT_DIR / "venv"], check=True)
@@ -218,6 +219,34 @@ class ChainlitServer:
         raise RuntimeError(f"Chainlit never stamped {name}")
 
 
+class SocketFrames:
+    """What Chainlit's page receives on its socket.io WebSocket (Playwright's events)."""
+
+    def __init__(self, page) -> None:
+        self.received: list[str] = []
+        page.on("websocket", self._opened)
+
+    def _opened(self, socket) -> None:
+        socket.on("framereceived", lambda payload: self.received.append(str(payload)))
+
+    def wait_for(self, page, text: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in frame for frame in self.received):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"Chainlit's socket never received {text!r} within {timeout:g} s; "
+                    f"frames: {self.received[-10:]}"
+                )
+            page.wait_for_timeout(50)  # Playwright delivers the socket's events meanwhile
+
+
+#: The last of the server's answers to the page's `connection_successful` (Chainlit
+#: 2.12's socket.py): the session exists and messages reach `on_message`. The chat
+#: input shows before the socket connects, and a message typed then is lost (the page
+#: has no socket to emit it on yet); the upgrade to a WebSocket took 0.3-16 s here.
+CONNECTED = '42["clear_call_fn"'
+
+
 def chainlit_ask(page, text: str) -> None:
     box = page.locator("#chat-input")
     box.click()
@@ -229,8 +258,10 @@ def run_chainlit(browser, python: Path, args) -> dict:
     with ChainlitServer(python, args) as server:
         context, page = new_page(browser, server.url)
         try:
+            frames = SocketFrames(page)
             page.goto(server.url)
             page.locator("#chat-input").wait_for(timeout=60000)
+            frames.wait_for(page, CONNECTED)
             page.evaluate(OBSERVER, ["__markerAt", MARKER, None])
             offset, _ = calibrate(page)
             chainlit_ask(page, "stream")

@@ -4,8 +4,9 @@
 
 Group commit: the writer thread would take the requests waiting for it into one
 transaction, each in a savepoint, and answer them after the one COMMIT (issue 12 lists
-it; docs/PERFORMANCE.md measured it). This plays the P2 event stream (`common.EventStream`,
-four conversations taking turns) through `chatui.ingest.service.ingest` in process, on one kept
+it; docs/performance-history.md measured it). This plays the P2 event stream
+(`common.EventStream`, four conversations taking turns) through
+`chatui.ingest.service.ingest` in process, on one kept
 connection as the writer thread has, with the broadcast switched off (only the
 transaction is measured), four ways: each event alone (as shipped), and groups of 2 or 4
 events per transaction, with and without a savepoint per event. It reports CPU and wall

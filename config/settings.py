@@ -269,7 +269,7 @@ CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
 CHATUI_DEMO_DELAY = app_setting("CHATUI_DEMO_DELAY", float)
 CHATUI_PUBLIC_URL = app_setting("CHATUI_PUBLIC_URL")
 
-# Run workers (SPEC §12.1, README "Run workers"): with CHATUI_RUN_WORKERS=1 a web
+# Run workers (SPEC §12.1, docs/deploying.md#run-workers): with CHATUI_RUN_WORKERS=1 a web
 # process only enqueues runs; `manage.py run_worker` processes drive them. A worker
 # touches its runs' heartbeat every HEARTBEAT seconds; a run whose heartbeat is
 # older than LOST seconds (its worker died, or no worker took it) ends failed.

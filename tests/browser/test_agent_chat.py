@@ -116,4 +116,4 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
     expect(page.locator(f"#row-{conversation_id}")).to_have_attribute(
         "data-run-status", "completed"
     )
-    assert watch.page_errors == []
+    assert watch.page_errors == [] and watch.console_errors == [], watch.console_errors

@@ -505,8 +505,11 @@ def test_api_djangos_own_400_is_json_too(api, conversation):
 
 
 def test_readme_curl_examples_send_the_json_content_type():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    posts = [line for line in readme.splitlines() if "curl " in line and " -d " in line]
-    assert len(posts) == 3  # events twice, and the tool approval request (SPEC §13)
-    assert 'JSON="Content-Type: application/json"' in readme
-    assert all('-H "$JSON"' in line for line in posts)
+    root = Path(__file__).parents[2]
+    for name, count in (("README.md", 2), ("docs/runtimes.md", 3)):
+        text = (root / name).read_text()
+        posts = [line for line in text.splitlines() if "curl " in line and " -d " in line]
+        # A conversation and its events; runtimes.md also the tool approval request.
+        assert len(posts) == count, name
+        assert 'JSON="Content-Type: application/json"' in text, name
+        assert all('-H "$JSON"' in line for line in posts), name

@@ -1,7 +1,11 @@
+import sys
+from pathlib import Path
+
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.urls import NoReverseMatch, reverse
 
 from chatui import agents
 from chatui.ingest import conversations as services
@@ -20,6 +24,23 @@ def server_url(host: str, port: int) -> str:
     return f"http://{host}:{port}/"
 
 
+def python_command() -> str:
+    """This Python as the reader would type it: `.venv/bin/python` from the project."""
+    path = Path(sys.executable)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def admin_path() -> str:
+    """Where the project mounts Django's admin, or "" without one."""
+    try:
+        return reverse("admin:index")
+    except NoReverseMatch:
+        return ""
+
+
 class Command(BaseCommand):
     help = "Create the demo user and a first conversation with the demo agent, print the login."
 
@@ -35,10 +56,18 @@ class Command(BaseCommand):
             user = users.objects.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
         if not Conversation.objects.filter(owner=user).exists():
             self._first_conversation(user)
+        url = server_url(options["host"], options["port"])
         self.stdout.write(
-            f"\n  chatui is starting on {server_url(options['host'], options['port'])}\n"
-            f"  log in as  {DEMO_USERNAME} / {DEMO_PASSWORD}\n"
+            f"\n  chatui is starting on {url}\n  log in as  {DEMO_USERNAME} / {DEMO_PASSWORD}\n"
         )
+        admin = admin_path()
+        if admin:
+            # The demo user is no staff member (it shows what an owner sees); the admin
+            # needs one, with a password of the reader's choosing.
+            self.stdout.write(
+                f"  admin  {url.rstrip('/')}{admin} needs a staff user: "
+                f"{python_command()} manage.py createsuperuser\n"
+            )
 
     def _first_conversation(self, user) -> None:
         """A real run of the demo agent, so the first page already shows tool cards."""

@@ -253,20 +253,101 @@
     }
   }
 
-  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
-    var content = event.detail.content;
-    var list = transcript();
-    if (!list || !content) return;
-    // An entry or a batch summary whose batch this page does not show: the page is
-    // behind (or shows an older window), so it fetches the transcript afresh.
-    if (/^(LI|SUMMARY)$/.test(content.tagName) || /^#b-\d+-entries$|^#m-\d+-children$/.test(event.detail.target)) {
+  /* --- parts whose target this page lacks ---
+   * chatui sends some out-of-band parts whose target a page may not have, on purpose:
+   * the delete of a message this page never showed (a step hidden once its tool calls
+   * came), a transcript item new to this page, the entries of a batch it does not show,
+   * a conversation's row new to this list. htmx would log each as a console error
+   * (htmx:oobErrorNoTarget) before any handler could step in, so they are taken out
+   * of the frame here, before htmx swaps it — the socket's frames and the composer's
+   * answer alike (the "chatui" extension, on <body>) — and handled as each needs:
+   *   a delete, or text for a bubble not shown → dropped (nothing to change);
+   *   a transcript item                        → appended to the transcript (the
+   *       oobBeforeSwap handler above keeps a window around a search hit unchanged);
+   *   a batch's entry or summary               → the page is behind (or shows an
+   *       older window): it fetches the transcript afresh;
+   *   a conversation row                        → placed at the top of the list.
+   * A part of any other kind without its target is left to htmx, whose error shows. */
+  var ITEM_ID = /^[mb]-\d+$/;
+  var BATCH_LIST = /^#b-\d+-entries$|^#m-\d+-children$/;
+  var BUBBLE = /^#m-\d+ \[data-stream-text\]$/;
+
+  function oobTarget(part, socket) {
+    // As htmx reads hx-swap-oob: "true" (or none, on a socket) swaps the element of
+    // the part's id; "style:selector" swaps into selector; "style" alone, the id.
+    var spec = part.getAttribute("hx-swap-oob");
+    if (spec === null && !socket) return null; // not out of band: htmx leaves it alone
+    spec = spec || "true";
+    var colon = spec.indexOf(":");
+    if (colon < 0 && !part.id) return null; // no target to look for: htmx's to judge
+    return {
+      style: spec === "true" ? "outerHTML" : colon < 0 ? spec : spec.slice(0, colon),
+      selector: colon < 0 ? "#" + part.id : spec.slice(colon + 1),
+    };
+  }
+
+  function placeUntargeted(part, target) {
+    if (target.style === "delete" || BUBBLE.test(target.selector)) return "drop";
+    if (isRow(part)) {
+      placeRow(part);
+      return "drop";
+    }
+    if (!transcript()) return "keep";
+    if (/^(LI|SUMMARY)$/.test(part.tagName) || BATCH_LIST.test(target.selector)) {
       if (!around()) refreshTranscript();
-      return;
+      return "drop";
     }
-    // Only transcript items (never a delete marker, which is empty) are appended.
-    if (!around() && content.childElementCount && /^[mb]-\d+$/.test(content.id)) {
-      list.appendChild(content);
+    if (target.style === "outerHTML" && ITEM_ID.test(part.id) && part.childElementCount) {
+      return "append";
     }
+    return "keep";
+  }
+
+  function targetFound(selector, earlier) {
+    if (document.querySelector(selector)) return true;
+    // An earlier part of the same message may bring it: frames are joined per tick
+    // (chatui.consumers), so one may add a bubble and the next append text to it.
+    return earlier.some(function (part) {
+      return part.matches(selector) || part.querySelector(selector) !== null;
+    });
+  }
+
+  function withoutUntargeted(text, socket) {
+    // A whole transcript's parts (transcript, load-earlier, run state, title) are all
+    // on a conversation page: a 1 MB frame is not parsed a second time for nothing.
+    if (!text || (isWholeTranscript(text) && transcript())) return text;
+    var template = document.createElement("template");
+    template.innerHTML = text; // inert: nothing runs or loads while it is looked at
+    var changed = false;
+    var earlier = [];
+    Array.prototype.slice.call(template.content.children).forEach(function (part) {
+      var target = oobTarget(part, socket);
+      var action = !target || targetFound(target.selector, earlier) ? "keep" : null;
+      action = action || placeUntargeted(part, target);
+      if (action === "keep") {
+        earlier.push(part);
+        return;
+      }
+      changed = true;
+      if (action === "drop") {
+        // (A placed row has left the frame for the list already.)
+        if (part.parentNode === template.content) part.remove();
+        return;
+      }
+      var wrapper = document.createElement("div");
+      wrapper.setAttribute("hx-swap-oob", "beforeend:#transcript");
+      part.removeAttribute("hx-swap-oob");
+      part.replaceWith(wrapper);
+      wrapper.appendChild(part);
+      earlier.push(wrapper);
+    });
+    return changed ? template.innerHTML : text;
+  }
+
+  htmx.defineExtension("chatui", {
+    transformResponse: function (text, xhr) {
+      return withoutUntargeted(text, !xhr);
+    },
   });
 
   /* --- the reader's open/closed choices survive live updates ---
@@ -618,8 +699,4 @@
     placeRow(fresh);
   });
 
-  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
-    var content = event.detail.content;
-    if (isRow(content)) placeRow(content);
-  });
 })();
