@@ -33,7 +33,7 @@ from .api import api_view, authenticate, error, read_json
 from .broadcast import group_name
 from .edge import edge_token
 from .events import EventError
-from .ingest_route import finish
+from .ingest_route import finish, insecure_redirect
 from .models import Message, Role
 
 #: A long poll waits at most this long (the edge's request deadline covers only the
@@ -194,7 +194,8 @@ class LongPollRouter:
     long polls would hold 20 threads. Routed here, after the edge (which has already
     checked the bearer token and put it in the scope), a waiting poll holds no thread
     at all, only a coroutine. It answers JSON, as the API does, with the same headers
-    an API answer gets from the middleware (`ingest_route.finish`)."""
+    an API answer gets from the middleware (`ingest_route.finish`), and plain http
+    with the middleware's redirect to https when that is on (`insecure_redirect`)."""
 
     def __init__(self, app: Any):
         self.app = app
@@ -205,7 +206,9 @@ class LongPollRouter:
         if match is None:
             return await self.app(scope, receive, send)
         request = ASGIRequest(scope, io.BytesIO())
-        response = await approval_endpoint(request, *match.args, **match.kwargs)
+        response = insecure_redirect(request) or await approval_endpoint(
+            request, *match.args, **match.kwargs
+        )
         await self.responder.send_response(finish(request, response), send)
 
     @staticmethod

@@ -43,9 +43,7 @@ def note(event_id: str) -> dict:
 
 
 @pytest.mark.parametrize("event_id", reserved_ids())
-def test_a_runtime_may_not_post_an_event_id_in_chatuis_reserved_space(
-    api, conversation, event_id
-):
+def test_a_runtime_may_not_post_an_event_id_in_chatuis_reserved_space(api, conversation, event_id):
     response = api.post_events(conversation, [note("fine-1"), note(event_id)])
     assert response.status_code == 400, response.content
     problem = response.json()
