@@ -283,6 +283,9 @@ DEFAULT_APPROVAL_TIMEOUT_S = 600
 MAX_APPROVAL_TIMEOUT_S = 7 * 24 * 60 * 60
 #: Written only by chatui itself (chatui.approvals): a runtime posting one gets 400.
 SERVER_ONLY_TYPES = ("tool.approval",)
+#: A request for a person's decision, and the decision: announced on commit
+#: (chatui.ingest.approval_events_committed) for their deadlines and their long polls.
+APPROVAL_EVENT_TYPES = ("agent.tool.approval_requested", "tool.approval")
 #: The `event_id`s chatui derives for what it writes itself, so that what it writes twice
 #: (from two processes, or again after a restart) is stored once: a tool call's decision
 #: and its expiry (`approval-…`, chatui.approvals), the composer's user messages

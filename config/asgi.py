@@ -11,6 +11,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from chatui.approval_clock import start_under_daphne  # noqa: E402
 from chatui.approval_views import LongPollRouter  # noqa: E402
 from chatui.edge import EdgeMiddleware, SameOriginValidator, guard_daphne  # noqa: E402
 from chatui.ingest_route import IngestRoute, serve_on_daphne  # noqa: E402
@@ -24,6 +25,8 @@ from chatui.routing import (  # noqa: E402
 # body before it calls the application (chatui.edge); and the events POST, which
 # IngestRoute would take first, is served without the ASGI plumbing (SPEC §8 P2).
 guard_daphne(direct=serve_on_daphne)
+# SPEC §13: tool approvals expire at their deadline while the server runs, read or not.
+start_under_daphne()
 
 application = ProtocolTypeRouter(
     {

@@ -16,6 +16,7 @@ PACKAGE = Path(chatui.__file__).parent
 #: Function-level imports of chatui modules that are allowed, with the reason.
 ALLOWED_FUNCTION_IMPORTS = {
     ("chatui.apps", "chatui.broadcast"): "AppConfig.ready is where Django connects signals",
+    ("chatui.apps", "chatui.approval_clock"): "AppConfig.ready is where Django connects signals",
     ("chatui.apps", "chatui.revocation"): "AppConfig.ready is where Django connects signals",
 }
 
