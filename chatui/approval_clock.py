@@ -181,10 +181,6 @@ class ApprovalClock:
         with contextlib.suppress(RuntimeError):  # the loop closed: the process is stopping
             loop.call_soon_threadsafe(self._at, str(conversation_id), deadline.timestamp())
 
-    def pending(self) -> dict[str, float]:
-        """Timed conversations and their deadlines (for tests and the curious)."""
-        return {key: when for key, (when, _) in self._timers.items()}
-
     # -- on the loop -----------------------------------------------------------------
 
     def _at(self, key: str, when: float) -> None:

@@ -511,8 +511,9 @@ def unwrap_batch(body: Any) -> list[Any]:
 def parse_events(
     body: Any, *, max_event_bytes: int | None = None, from_runtime: bool = False
 ) -> list[NormalisedEvent]:
-    """`from_runtime`: the events come from an agent runtime (the API), which may not
-    write what only chatui decides (SERVER_ONLY_TYPES)."""
+    """`from_runtime`: the events come from an agent runtime (the API, the ingest
+    channel), which may not write what only chatui decides (SERVER_ONLY_TYPES), nor
+    under the ids chatui derives for its own writes (RESERVED_EVENT_ID)."""
     events = [
         normalise_event(raw, index, max_event_bytes=max_event_bytes)
         for index, raw in enumerate(unwrap_batch(body))
