@@ -31,6 +31,12 @@ DEFAULTS: dict[str, Any] = {
     # Sockets (chatui.live.consumers).
     "CHATUI_WS_RECHECK_SECONDS": 60.0,
     "CHATUI_MAX_SOCKETS_PER_USER": 50,
+    # The ingest channel (chatui.web.ingest_socket): bytes one socket holds unwritten, and
+    # sockets one API token holds in a process.
+    "CHATUI_INGEST_MAX_PENDING_BYTES": 8 * 1024 * 1024,
+    "CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN": 20,
+    # Approval long polls one user may have waiting in a process (chatui.web.approval_views).
+    "CHATUI_MAX_LONG_POLLS_PER_USER": 50,
     # Agents: where a webhook agent is told to post back, and the demo's pace.
     "CHATUI_PUBLIC_URL": "http://127.0.0.1:8000",
     "CHATUI_DEMO_DELAY": 0.35,

@@ -205,6 +205,13 @@ CHATUI_WS_RECHECK_SECONDS = float(app_setting("CHATUI_WS_RECHECK_SECONDS"))
 CHATUI_TOKEN_CACHE_SECONDS = app_setting("CHATUI_TOKEN_CACHE_SECONDS", float)
 # Sockets one user may hold open in one server process; more are closed with 4429.
 CHATUI_MAX_SOCKETS_PER_USER = int(app_setting("CHATUI_MAX_SOCKETS_PER_USER"))
+# The ingest channel (SPEC §2.2): bytes one socket holds before its writes catch up
+# (more is refused with 429, re-sent by the runtime), and sockets one API token holds in
+# one server process (more are closed with 4429).
+CHATUI_INGEST_MAX_PENDING_BYTES = int(app_setting("CHATUI_INGEST_MAX_PENDING_BYTES"))
+CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN = int(app_setting("CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN"))
+# Approval long polls (SPEC §13) one user may have waiting in one server process (429).
+CHATUI_MAX_LONG_POLLS_PER_USER = int(app_setting("CHATUI_MAX_LONG_POLLS_PER_USER"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -15,10 +15,12 @@ import chatui
 PACKAGE = Path(chatui.__file__).parent
 
 #: Function-level imports of chatui modules that are allowed, with the reason.
+SIGNALS = "AppConfig.ready is where Django connects signals"
 ALLOWED_FUNCTION_IMPORTS = {
-    ("chatui.apps", "chatui.live"): "AppConfig.ready is where Django connects signals",
-    ("chatui.apps", "chatui.live.broadcast"): "AppConfig.ready is where Django connects signals",
-    ("chatui.apps", "chatui.live.revocation"): "AppConfig.ready is where Django connects signals",
+    ("chatui.apps", "chatui.live"): SIGNALS,
+    ("chatui.apps", "chatui.live.approval_clock"): SIGNALS,
+    ("chatui.apps", "chatui.live.broadcast"): SIGNALS,
+    ("chatui.apps", "chatui.live.revocation"): SIGNALS,
 }
 
 

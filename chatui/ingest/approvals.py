@@ -12,11 +12,12 @@ conversation's row lock — lets exactly one body in. A second, different decisi
 409 that changes nothing; the same expiry recorded twice (by the sweep and a reader at
 once) is a duplicate, since its body is fixed by the deadline, not by who noticed.
 
-Expiry is decided by the server: whenever a conversation is read (page, API, long poll)
-its overdue requests are expired first (`expire_overdue`), and a sweep
-(`expire_all_overdue`: the run worker's heartbeat, `manage.py expire_approvals`)
-covers conversations nobody reads — so a deadline that passed while no process was up
-is recorded by the first one that looks.
+Expiry is decided by the server: at the deadline, by every serving process's clock
+(chatui.live.approval_clock, which calls `expire_due`); whenever a conversation is read
+(page, API, its events feed, long poll) its overdue requests are expired first
+(`expire_overdue`); and a sweep (`expire_all_overdue`: the run worker's heartbeat,
+`manage.py expire_approvals`) covers the rest — so a deadline that passed while no
+process was up is recorded by the first one that looks.
 """
 
 from __future__ import annotations
@@ -204,19 +205,55 @@ def _expiry_events(messages: list[Message], now: datetime) -> list[dict[str, Any
     return events
 
 
-def expire_overdue(conversation: Conversation, now: datetime | None = None) -> int:
-    """Record `expired` for this conversation's requests past their deadline."""
-    pending = list(
+def _pending(conversation: Conversation) -> list[Message]:
+    return list(
         Message.objects.filter(
             conversation=conversation,
             role=Role.TOOL,
             tool_status=ToolStatus.AWAITING_APPROVAL,
         )
     )
-    events = _expiry_events(pending, now or timezone.now())
+
+
+def expire_overdue(conversation: Conversation, now: datetime | None = None) -> int:
+    """Record `expired` for this conversation's requests past their deadline."""
+    events = _expiry_events(_pending(conversation), now or timezone.now())
     if not events:
         return 0
     return _record_expiries(conversation, events).accepted
+
+
+def deadline_of(message: Message) -> datetime | None:
+    """When a request expires (None: no approval was asked)."""
+    return _deadline(message)
+
+
+def expire_due(conversation_id: Any) -> datetime | None:
+    """The clock's call (chatui.live.approval_clock): expire what is due in the conversation;
+    the earliest deadline still to come, if any."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return None  # deleted meanwhile
+    now = timezone.now()
+    pending = _pending(conversation)
+    events = _expiry_events(pending, now)
+    if events:
+        _record_expiries(conversation, events)
+    later = (deadline for message in pending if (deadline := _deadline(message)) is not None)
+    return min((deadline for deadline in later if deadline > now), default=None)
+
+
+def pending_deadlines() -> dict[str, datetime]:
+    """Every conversation with a pending request, and its earliest deadline."""
+    earliest: dict[str, datetime] = {}
+    for message in Message.objects.filter(
+        role=Role.TOOL, tool_status=ToolStatus.AWAITING_APPROVAL
+    ).only("conversation_id", "metadata"):
+        deadline = _deadline(message)
+        key = str(message.conversation_id)
+        if deadline is not None and (key not in earliest or deadline < earliest[key]):
+            earliest[key] = deadline
+    return earliest
 
 
 def _record_expiries(conversation: Conversation, events: list[dict[str, Any]]) -> IngestResult:

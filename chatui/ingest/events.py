@@ -12,6 +12,7 @@ AgentSpine dialect — and a reader checking what the API accepts reads it in on
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +65,18 @@ DEFAULT_APPROVAL_TIMEOUT_S = 600
 MAX_APPROVAL_TIMEOUT_S = 7 * 24 * 60 * 60
 #: Written only by chatui itself (chatui.ingest.approvals): a runtime posting one gets 400.
 SERVER_ONLY_TYPES = ("tool.approval",)
+#: A request for a person's decision, and the decision: announced on commit
+#: (chatui.ingest.service.approval_events_committed) for their deadlines and their long polls.
+APPROVAL_EVENT_TYPES = ("agent.tool.approval_requested", "tool.approval")
+#: The `event_id`s chatui derives for what it writes itself, so that what it writes twice
+#: (from two processes, or again after a restart) is stored once: a tool call's decision
+#: and its expiry (`approval-…`, chatui.ingest.approvals), the composer's user messages
+#: (`compose-…`, chatui.web.views), imported transcripts (`import:…`, chatui.importers), and a
+#: built-in agent's run — its events and those that end it on Stop or when its worker is
+#: lost (`run_<16 hex digits>.…`, chatui.agents). A runtime that took one first would
+#: turn chatui's own write into a 409 — an approval nobody could decide and that never
+#: expires — so a runtime posting one gets 400 (docs/SECURITY.md).
+RESERVED_EVENT_ID = re.compile(r"approval-|compose-|import:|run_[0-9a-f]{16}\.")
 
 # type -> {field: (checker, required)}
 SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
@@ -202,8 +215,9 @@ def unwrap_batch(body: Any) -> list[Any]:
 def parse_events(
     body: Any, *, max_event_bytes: int | None = None, from_runtime: bool = False
 ) -> list[NormalisedEvent]:
-    """`from_runtime`: the events come from an agent runtime (the API), which may not
-    write what only chatui decides (SERVER_ONLY_TYPES)."""
+    """`from_runtime`: the events come from an agent runtime (the API, the ingest
+    channel), which may not write what only chatui decides (SERVER_ONLY_TYPES), nor
+    under the ids chatui derives for its own writes (RESERVED_EVENT_ID)."""
     events = [
         normalise_event(raw, index, max_event_bytes=max_event_bytes)
         for index, raw in enumerate(unwrap_batch(body))
@@ -215,6 +229,14 @@ def parse_events(
 
 def refuse_server_only(events: list[NormalisedEvent]) -> None:
     for event in events:
+        if event.event_id is not None and RESERVED_EVENT_ID.match(event.event_id):
+            raise EventError(
+                f"event_id '{event.event_id[:80]}' is in chatui's reserved space (ids beginning "
+                "'approval-', 'compose-', 'import:' or 'run_' and 16 hex digits and '.' are "
+                "chatui's own); choose another",
+                index=event.index,
+                field="event_id",
+            )
         if event.type in SERVER_ONLY_TYPES:
             raise EventError(
                 f"'{event.type}' is written by chatui when a person decides; a runtime cannot "

@@ -27,7 +27,7 @@ from chatui.db.prepared import Prepared, PreparedInsert, PreparedLookup, Prepare
 from chatui.models import Conversation, Event, Message, Run
 
 from . import search_index
-from .events import NormalisedEvent, parse_events
+from .events import APPROVAL_EVENT_TYPES, NormalisedEvent, parse_events
 from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
 from .values import EventError
 
@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 #: `conversation_id`, `first_seq`, `last_seq` and `changes` (a ChangeSet). The live
 #: push listens to it.
 events_ingested = Signal()
+#: Sent after an ingest transaction that wrote approval requests or decisions
+#: (APPROVAL_EVENT_TYPES) commits, with `conversation_id` and those Event `rows`:
+#: chatui.live.approval_clock times the deadlines and wakes the long polls.
+approval_events_committed = Signal()
 
 LOCK_RETRIES = 5
 # SQLite only: one writer at a time per process (see `_turn`).
@@ -191,6 +195,9 @@ def _ingest_once(
             if locked.title != indexed_title:
                 search_index.index_title(locked)
             _announce_on_commit(locked, rows[0].seq, _announced(projector, outermost=outermost))
+            approval_rows = [row for row in rows if row.type in APPROVAL_EVENT_TYPES]
+            if approval_rows:
+                _announce_approvals_on_commit(locked.pk, approval_rows)
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
     # So a caller's later save() of its copy cannot write stale counts back.
@@ -259,6 +266,15 @@ def _announce_on_commit(conversation: Conversation, first_seq: int, changes: Cha
             first_seq=first_seq,
             last_seq=conversation.last_seq,
             changes=changes,
+        )
+
+    transaction.on_commit(announce, robust=True)
+
+
+def _announce_approvals_on_commit(conversation_id: Any, rows: list[Event]) -> None:
+    def announce() -> None:
+        approval_events_committed.send_robust(
+            sender=Conversation, conversation_id=conversation_id, rows=rows
         )
 
     transaction.on_commit(announce, robust=True)

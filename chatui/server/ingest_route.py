@@ -71,6 +71,18 @@ def finish(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     return response
 
 
+def insecure_redirect(request: HttpRequest) -> HttpResponse | None:
+    """What the chain's SecurityMiddleware answers before any view: plain http redirected
+    to https when SECURE_SSL_REDIRECT is on (CHATUI_HTTPS=1), else None. The routes
+    served beside the chain ask it too, so the rule holds on every path (a request to
+    them over http used to be served, and its events stored). A Host it refuses is
+    answered as Django answers it (400)."""
+    try:
+        return _header_middleware()[0].process_request(request)
+    except Exception as problem:
+        return response_for_exception(request, problem)
+
+
 # -- the route ------------------------------------------------------------------------
 
 
@@ -96,7 +108,8 @@ def _respond(scope: dict, body: bytes, match: ResolverMatch) -> HttpResponse:
     """On a writer thread: the view's answer with the middleware's headers. The request
     is made here too, off the event loop (none of it is needed before the view runs)."""
     request = _request_for(scope, body)
-    return finish(request, _run_view(match.func, request, match.kwargs))
+    response = insecure_redirect(request) or _run_view(match.func, request, match.kwargs)
+    return finish(request, response)
 
 
 def _request_for(scope: dict, body: bytes) -> ASGIRequest:
@@ -292,7 +305,8 @@ def _respond_on_the_wire(
     event loop then only hands them over (no header conversion, no coroutine per
     message). A streaming response is returned as it is, for `send_response`."""
     request = _request_for(scope, body)
-    return on_the_wire(request, _run_view(match.func, request, match.kwargs))
+    response = insecure_redirect(request) or _run_view(match.func, request, match.kwargs)
+    return on_the_wire(request, response)
 
 
 def on_the_wire(
@@ -301,7 +315,8 @@ def on_the_wire(
     """`finish(request, response)` as `send_response`'s two messages (a streaming one
     finished, as it is). A plain answer's headers come from `_finished_wire_headers`:
     the same as the long way, without running the middleware each time."""
-    if response.streaming or response.cookies:  # not a plain JSON answer: the long way
+    # Not a plain JSON answer (a redirect's Location differs per path): the long way.
+    if response.streaming or response.cookies or response.has_header("Location"):
         response = finish(request, response)
         return response if response.streaming else _wire_answer(response, _wire_headers(response))
     headers = _finished_wire_headers(request, response)

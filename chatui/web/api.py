@@ -223,6 +223,9 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
         return error(
             f"'after' must be a whole number from 0 to {MAX_SEQ}, in ASCII digits", field="after"
         )
+    # SPEC §13: a runtime reading its feed learns of an expiry that is due, as every
+    # other read path does (the approval clock records it at the deadline besides).
+    approvals.expire_overdue(conversation)
     events = list(selectors.events_after(conversation, after))
     return JsonResponse(
         {

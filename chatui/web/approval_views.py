@@ -4,36 +4,37 @@ and the runtime's long poll. Thin: the rules live in chatui.ingest.approvals.
 The long poll is an async view on purpose. Under daphne every sync view runs on one
 thread; a sync view sleeping there for 30 s would hold up every other request — the
 very Approve it waits for among them. This one touches the database only in short
-calls and otherwise waits on the conversation's channel-layer group (the on-commit
-broadcast every decision goes through), re-checking at least every RECHECK_SECONDS so
-an expiry or a dropped frame is noticed too.
+calls: one look when it comes, then it waits on the channel-layer group of its one
+call's decision (chatui.live.approval_clock.decisions_of: set when a decision or an
+expiry commits, on any process) and looks again only when woken there, or when the
+request's own deadline passes (where no clock runs, the look records the expiry). It
+used to wait on the conversation's group and look again at every frame of it and
+every second besides: 300 waiting polls took ingest from 982 to 248 events/s. A user
+may have CHATUI_MAX_LONG_POLLS_PER_USER waiting at once in a process (429 past it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import time
+from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
+from django.conf import settings
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
-from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
-from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from chatui.ingest import approvals
 from chatui.ingest.values import EventError
-from chatui.live.broadcast import group_name
+from chatui.live.approval_clock import decisions_of
 from chatui.models import Message, Role
 from chatui.read import selectors
-from chatui.server.ingest_route import finish
 
 from .api import api_view, authenticate, error, read_json
 from .credentials import edge_token
@@ -41,7 +42,11 @@ from .credentials import edge_token
 #: A long poll waits at most this long (the edge's request deadline covers only the
 #: arrival of a request, never the wait for its answer).
 MAX_WAIT_SECONDS = 30
-RECHECK_SECONDS = 1.0
+#: A look at the request's deadline comes this much after it (the expiry is then due).
+DEADLINE_SLACK_SECONDS = 0.05
+
+#: Waiting long polls per user pk, in this process (CHATUI_MAX_LONG_POLLS_PER_USER).
+waiting_polls: Counter = Counter()
 
 
 # -- the form on the page ------------------------------------------------------------------
@@ -112,18 +117,20 @@ def _parse_wait(raw: str) -> int | None:
     return int(raw)
 
 
-def _poll(user: Any, conversation_id: Any, tool_call_id: str) -> Any:
-    """One look: a JsonResponse to answer with, or None while still pending."""
+def _poll(user: Any, conversation_id: Any, tool_call_id: str) -> tuple[Any, datetime | None]:
+    """One look: a JsonResponse to answer with, or None while still pending; and the
+    request's deadline."""
     conversation = selectors.conversation_for_writer(user, conversation_id)
     if conversation is None:
         conversation = selectors.conversation_for_viewer(user, conversation_id)
         if conversation is None or not approvals.can_decide(user, conversation):
-            return error("conversation not found", 404)
-    if approvals.awaiting(conversation, tool_call_id) is None:
-        return error(f"no approval was requested for tool call '{tool_call_id[:200]}'", 404)
+            return error("conversation not found", 404), None
+    asked = approvals.awaiting(conversation, tool_call_id)
+    if asked is None:
+        return error(f"no approval was requested for tool call '{tool_call_id[:200]}'", 404), None
     approvals.expire_overdue(conversation)
     decision = approvals.decision_for(conversation, tool_call_id)
-    return JsonResponse(decision.as_dict()) if decision else None
+    return (JsonResponse(decision.as_dict()) if decision else None), approvals.deadline_of(asked)
 
 
 async def _authenticated_user(request: HttpRequest) -> Any:
@@ -148,31 +155,45 @@ async def wait_for_decision(request: HttpRequest, conversation_id, tool_call_id:
             f"'wait' must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}", field="wait"
         )
     poll = sync_to_async(_poll)
-    answer = await poll(user, conversation_id, tool_call_id)
-    if answer is not None or wait == 0:
+    if wait == 0:
+        answer, _ = await poll(user, conversation_id, tool_call_id)
         return answer or HttpResponse(status=204)
-    deadline = time.monotonic() + wait
-    async for _ in _changes(conversation_id, deadline):
-        answer = await poll(user, conversation_id, tool_call_id)
-        if answer is not None:
-            return answer
-    return HttpResponse(status=204)
-
-
-async def _changes(conversation_id: Any, deadline: float):
-    """Yields whenever the conversation may have changed (a frame was broadcast, or
-    RECHECK_SECONDS passed), until `deadline`. Holds no thread while it waits."""
-    layer = get_channel_layer()
-    group = group_name(conversation_id)
-    channel = await layer.new_channel("chatui.approval.")
-    await layer.group_add(group, channel)
+    limit = settings.CHATUI_MAX_LONG_POLLS_PER_USER
+    if waiting_polls[user.pk] >= limit:
+        return error(
+            f"this user already has {limit} approval long polls waiting, the most one may "
+            "(CHATUI_MAX_LONG_POLLS_PER_USER); wait for one to end, or look with wait=0",
+            429,
+        )
+    waiting_polls[user.pk] += 1
     try:
-        while (remaining := deadline - time.monotonic()) > 0:
-            with contextlib.suppress(TimeoutError):  # a re-check is due either way
-                await asyncio.wait_for(layer.receive(channel), min(remaining, RECHECK_SECONDS))
-            yield
+        return await _wait(poll, user, conversation_id, tool_call_id, wait)
     finally:
-        await layer.group_discard(group, channel)
+        waiting_polls[user.pk] -= 1
+        if waiting_polls[user.pk] <= 0:
+            del waiting_polls[user.pk]
+
+
+async def _wait(poll: Any, user: Any, conversation_id: Any, tool_call_id: str, wait: int):
+    """Look, then look again only when the call is decided or its deadline passes."""
+    until = time.monotonic() + wait
+    async with decisions_of(conversation_id, tool_call_id) as decided:
+        # Listening before the first look: a decision committed in between still wakes it.
+        answer, expires_at = await poll(user, conversation_id, tool_call_id)
+        while answer is None:
+            timeout = until - time.monotonic()
+            if expires_at is not None:
+                # Look once at the deadline: where no clock records the expiry, the look does.
+                due = expires_at.timestamp() - time.time() + DEADLINE_SLACK_SECONDS
+                timeout, expires_at = min(timeout, max(due, 0.0)), None
+            try:
+                await asyncio.wait_for(decided.wait(), max(timeout, 0.0))
+            except TimeoutError:
+                if time.monotonic() >= until:
+                    return HttpResponse(status=204)
+            decided.clear()
+            answer, _ = await poll(user, conversation_id, tool_call_id)
+    return answer
 
 
 @csrf_exempt
@@ -185,39 +206,3 @@ async def approval_endpoint(request: HttpRequest, conversation_id, tool_call_id:
 
 
 # -- serving the long poll beside Django's middleware ----------------------------------------
-
-
-class LongPollRouter:
-    """ASGI: sends `GET …/approvals/{tool_call_id}` straight to the async view.
-
-    Django runs a request through its middleware chain, and while any middleware in it
-    is sync-only (WhiteNoise, today) the whole request — an async view included — is
-    driven from a thread of its own, parked for as long as the view awaits: 20 waiting
-    long polls would hold 20 threads. Routed here, after the edge (which has already
-    checked the bearer token and put it in the scope), a waiting poll holds no thread
-    at all, only a coroutine. It answers JSON, as the API does, with the same headers
-    an API answer gets from the middleware (`ingest_route.finish`)."""
-
-    def __init__(self, app: Any):
-        self.app = app
-        self.responder = app if isinstance(app, ASGIHandler) else ASGIHandler()
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        match = self._long_poll(scope)
-        if match is None:
-            return await self.app(scope, receive, send)
-        request = ASGIRequest(scope, io.BytesIO())
-        response = await approval_endpoint(request, *match.args, **match.kwargs)
-        await self.responder.send_response(finish(request, response), send)
-
-    @staticmethod
-    def _long_poll(scope: dict) -> Any:
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            return None
-        if "/approvals/" not in scope["path"]:
-            return None  # every other request pays one substring test, not a resolve
-        try:
-            match = resolve(scope["path"])
-        except Resolver404:
-            return None
-        return match if match.view_name == "api:approval" else None

@@ -20,10 +20,17 @@ written together, in one transaction. While only `agent.message.delta` events wa
 the writer holds them up to `TICK_SECONDS` for more (the client's own rule, §2.2); any
 other event is written at once.
 
+Bounds (so a runtime faster than the database cannot grow the server): a socket holds at
+most CHATUI_INGEST_MAX_PENDING_BYTES of messages not yet acknowledged (and
+`MAX_PENDING_EVENTS` events); a message past either is refused with a 429 error, the
+channel stays open, and the runtime re-sends it after the acks. One token holds at most
+CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN sockets in a process.
+
 Close codes: 4401 missing or invalid bearer token (browsers cannot send one: this is
 for runtimes), or a token revoked while the socket is open (checked again before a
 write at most every `RECHECK_SECONDS`); 4404 no such conversation or not the token
-owner's to write to; 1011 a write failed on the server's side (reconnect and re-send).
+owner's to write to; 4429 the token already holds its sockets (the reason says so);
+1011 a write failed on the server's side (reconnect and re-send).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,23 +60,32 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHORISED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY_SOCKETS = 4429
 CLOSE_SERVER_ERROR = 1011
 # How long waiting deltas are held for more before they are written (the client
 # flushes within 25 ms too): more tokens per transaction, less CPU per token.
 TICK_SECONDS = 0.025
 # Unacknowledged events held for one socket; past it a message is refused (the
 # runtime re-sends it), so a runtime faster than the database cannot grow the server.
+# Their size is bounded by CHATUI_INGEST_MAX_PENDING_BYTES: a count alone let three
+# sockets of a hundred 1 MB events take 660 MB.
 MAX_PENDING_EVENTS = 5000
 # A token revoked (or its user deactivated) while the socket is open stops writing
 # within this long.
 RECHECK_SECONDS = 30.0
 
 
+#: Open ingest sockets per API token pk, in this process (CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN).
+open_sockets: Counter = Counter()
+
+
 @dataclass
 class Pending:
-    """One received message, validated, waiting to be written."""
+    """One received message, validated, waiting to be written; `size` is the message's
+    length as received, what it is counted as against the socket's byte bound."""
 
     events: list[NormalisedEvent]
+    size: int = 0
 
     @property
     def only_deltas(self) -> bool:
@@ -87,10 +104,22 @@ class IngestConsumer(AsyncWebsocketConsumer):
         self.credential = ""
         self.checked_at = 0.0
         self.writer_pk = None
+        #: Bytes of the messages received and not yet acknowledged: waiting or being written.
+        self.holding = 0
+        self.slot_of = None  # the token whose socket place this one holds
 
     async def connect(self) -> None:
         verdict = await self._authorise()
         await self.accept()  # first: clients only see close codes after the handshake
+        if verdict:
+            self._release_slot()  # a refused socket holds no place
+        if verdict == CLOSE_TOO_MANY_SOCKETS:
+            limit = settings.CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN
+            reason = (
+                f"this token holds {limit} ingest sockets (CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN)"
+            )
+            await self.close(code=verdict, reason=reason)
+            return
         if verdict:
             await self.close(code=verdict)
             return
@@ -100,6 +129,8 @@ class IngestConsumer(AsyncWebsocketConsumer):
         # What was received but not written is not acknowledged: the runtime re-sends it.
         if self.writer is not None:
             self.writer.cancel()
+        self.pending, self.holding = [], 0
+        self._release_slot()
 
     async def dispatch(self, message: dict) -> None:
         # A received message touches no database: skip Channels' per-message
@@ -114,6 +145,19 @@ class IngestConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.conversation is None:
             return
+        size = len(text_data) if text_data is not None else len(bytes_data or b"")
+        limit = settings.CHATUI_INGEST_MAX_PENDING_BYTES
+        # Refused before it is parsed: the parsed events are what would be held. A socket
+        # holding nothing takes any message (up to the request limit), so none waits forever.
+        if self.holding and self.holding + size > limit:
+            await self._send_error(
+                EventError(
+                    f"this socket holds {self.holding} bytes not yet written, and at most "
+                    f"{limit} (CHATUI_INGEST_MAX_PENDING_BYTES); re-send after the acks",
+                    status=429,
+                )
+            )
+            return
         try:
             events = parse_events(
                 _decode(text_data, bytes_data), max_event_bytes=_max_event(), from_runtime=True
@@ -126,7 +170,8 @@ class IngestConsumer(AsyncWebsocketConsumer):
                 EventError("too many unacknowledged events; re-send after the acks", status=429)
             )
             return
-        self.pending.append(Pending(events))
+        self.pending.append(Pending(events, size))
+        self.holding += size
         self.wake.set()
 
     # -- writing -------------------------------------------------------------------
@@ -145,6 +190,7 @@ class IngestConsumer(AsyncWebsocketConsumer):
                 continue
             try:
                 await self._write(batch)
+                self.holding -= sum(message.size for message in batch)
             except Exception:
                 # Not the runtime's fault (e.g. the database is gone): 1011 makes it
                 # reconnect and re-send what was not acknowledged.
@@ -197,10 +243,28 @@ class IngestConsumer(AsyncWebsocketConsumer):
         self.credential, self.checked_at = credential, time.monotonic()
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         self.writer_pk = token.user_id
+        if not self._take_slot(token.pk):
+            return CLOSE_TOO_MANY_SOCKETS
         self.conversation = await database_sync_to_async(selectors.conversation_for_writer)(
             token.user, conversation_id
         )
         return CLOSE_NOT_FOUND if self.conversation is None else None
+
+    def _take_slot(self, token_pk: int) -> bool:
+        """One of the token's CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN places, if one is free."""
+        if open_sockets[token_pk] >= settings.CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN:
+            return False
+        open_sockets[token_pk] += 1
+        self.slot_of = token_pk
+        return True
+
+    def _release_slot(self) -> None:
+        if self.slot_of is None:
+            return
+        open_sockets[self.slot_of] -= 1
+        if open_sockets[self.slot_of] <= 0:
+            del open_sockets[self.slot_of]
+        self.slot_of = None
 
     async def _still_authorised(self) -> bool:
         if time.monotonic() - self.checked_at < RECHECK_SECONDS:

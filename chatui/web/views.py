@@ -111,6 +111,7 @@ def transcript_fragment(request: HttpRequest, conversation_id) -> HttpResponse:
     around = _optional_number(request, "around")
     if around is False:
         return HttpResponse("'around' must be a message position (ASCII digits)", status=400)
+    approvals.expire_overdue(conversation)  # as the page does: shown as of now
     context = _window_context(conversation, around)
     return render(request, "chatui/_transcript.html#transcript", context)
 

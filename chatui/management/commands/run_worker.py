@@ -10,6 +10,7 @@ import signal
 from django.core.management.base import BaseCommand
 
 from chatui.agents.worker import RunWorker
+from chatui.live.approval_clock import CLOCK
 
 
 class Command(BaseCommand):
@@ -19,6 +20,7 @@ class Command(BaseCommand):
         asyncio.run(self._serve())
 
     async def _serve(self) -> None:
+        CLOCK.start()  # tool approvals expire at their deadline (chatui.live.approval_clock)
         serving = asyncio.ensure_future(RunWorker().serve())
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
