@@ -800,7 +800,8 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
 
 
 def _text_size(entry: ToolEntryView) -> int:
-    texts = (entry.args_text, entry.details_json, entry.error, entry.call_line)
+    full = entry.result.full_text if entry.result is not None else None
+    texts = (entry.args_text, entry.details_json, entry.error, entry.call_line, full)
     return sum(len(text) for text in texts if text)
 
 
@@ -895,10 +896,11 @@ def _bounded(
     The Details left out keep a short preview; the result's is its cut block (G4)."""
     budget = inline_chars()
     left_out: dict[str, Any] = {}
-    if result is not None and result.full_text is not None and shows_result:
+    if result is not None and result.full_text is not None:
         if len(result.full_text) <= budget:
-            budget -= len(result.full_text)
-        else:
+            if shows_result:  # an error entry shows its error instead: no page bytes
+                budget -= len(result.full_text)
+        else:  # not kept in a view (nor in the memo of entries) either, shown or not
             result = replace(result, full_text=None, deferred=True)
     if args_text is not None:
         if len(args_text) <= budget:

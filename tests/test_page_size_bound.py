@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from chatui import frames
+from chatui import frames, presenters
 from chatui.ingest import ingest
 from chatui.models import Conversation, Message
 
@@ -251,3 +251,22 @@ def test_admin_audit_page_of_huge_results_stays_bounded(client, conversation, us
     # tool-call table's result), 3 × 900 KB × 4.
     assert len(response.content) < 512 * 1024, len(response.content)
     assert "c0 THE END" not in response.content.decode()
+
+
+def test_p3_an_error_entry_keeps_no_huge_text_in_its_view(conversation):
+    """An error shows its (cut) error, not the result block: a huge error text is neither
+    in the page nor in the entry's view, which the presenter's memo keeps."""
+    ingest(conversation, tool_events("bad", "")[:1])
+    ingest(
+        conversation,
+        {
+            "type": "agent.tool.completed",
+            "run_id": "r1",
+            "tool_call_id": "bad",
+            "error": huge_result("bad"),
+        },
+    )
+    entry = presenters.present_tool_entry(tool_message(conversation, "bad"))
+    assert entry.is_error and entry.result.full_text is None
+    assert len(entry.error) <= presenters.ERROR_CHARS
+    assert entry.details_size is not None  # the Details, with the whole error, load on demand
