@@ -250,7 +250,13 @@ def test_admin_audit_page_of_huge_results_stays_bounded(client, conversation, us
     # Before the bound each result was there four times (full text, Details, and the
     # tool-call table's result), 3 × 900 KB × 4.
     assert len(response.content) < 512 * 1024, len(response.content)
-    assert "c0 THE END" not in response.content.decode()
+    page = response.content.decode()
+    assert "c0 THE END" not in page
+    # The tool-call table and the transcript lead to the whole texts, invisible characters
+    # marked as the admin marks them.
+    message = tool_message(conversation, "c0")
+    assert f'href="{text_url(conversation, message, "details")}?invisible=1"' in page
+    assert page.count("data-audit-full-text") == 3
 
 
 def test_p3_an_error_entry_keeps_no_huge_text_in_its_view(conversation):
