@@ -15,6 +15,12 @@ case — 5,000 messages that are 2,500 tool calls with no text between them (SPE
 the page shows the batch's latest 200 entries) — with its "show N earlier calls"
 fragment. For the giant rows, "messages in HTML" counts the tool entries rendered.
 
+And issue 28's case (`--huge 60 --huge-bytes 900000`): one batch of 60 tool results of
+900 KB each. Its first load (cold: nothing presented yet in the process) and the loads
+after it are timed apart, with the page's bytes and daphne's RSS before and after; while
+they run, another reader loads the 200-message conversation in a loop, and its times
+say how long other users wait meanwhile.
+
 Server time is measured client-side on loopback: from sending the request to
 having the whole body (includes loopback HTTP and httpx, ~1 ms). The daphne CPU
 column is daphne's own CPU time (all threads, /proc/<pid>/stat, 10 ms ticks)
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import threading
 import time
 
 import httpx
@@ -38,6 +45,8 @@ from common import (
     loadavg,
     machine_line,
     request_row,
+    rss_kb,
+    summary,
     table,
 )
 
@@ -143,6 +152,85 @@ def build_giant(bench: Bench, calls: int) -> tuple[str, float]:
     return conversation, time.perf_counter() - started
 
 
+def huge_text(tag: int, size: int) -> str:
+    """About `size` bytes of a tool's log output, different for each `tag`."""
+    line = f"[{tag}] " + TOOL_OUTPUT.replace("\n", f"\n[{tag}] ")
+    return "\n".join([line] * (size // (len(line) + 1) + 1))[:size]
+
+
+def build_huge(bench: Bench, results: int, size: int) -> tuple[str, float]:
+    """Issue 28: one batch of `results` tool results of `size` bytes, one request each
+    (an event may hold 1 MiB)."""
+    conversation = bench.new_conversation(f"p3 {results} results of {size} bytes")
+    started = time.perf_counter()
+    with bench.api(timeout=120) as client:
+        first = {"type": "user.message", "run_id": "huge", "content": "Read every log."}
+        client.post(f"/conversations/{conversation}/events", json=first).raise_for_status()
+        for n in range(results):
+            call = f"huge-t{n}"
+            events = [
+                {
+                    "type": "agent.tool.started",
+                    "run_id": "huge",
+                    "tool_call_id": call,
+                    "tool_name": "read_log",
+                    "args": {"path": f"logs/{n}.log"},
+                },
+                {
+                    "type": "agent.tool.completed",
+                    "run_id": "huge",
+                    "tool_call_id": call,
+                    "result": huge_text(n, size),
+                    "duration_ms": 85,
+                },
+            ]
+            response = client.post(f"/conversations/{conversation}/events", json={"events": events})
+            response.raise_for_status()
+    return conversation, time.perf_counter() - started
+
+
+def time_huge(bench: Bench, cookie: str, huge: str, other: str, loads: int) -> dict:
+    """Loads of the huge conversation's page (the first one cold), its bytes, daphne's
+    RSS around them, and what a reader of `other` waited meanwhile."""
+    name, value = cookie.split("=", 1)
+    stop = threading.Event()
+    waits: list[float] = []
+
+    def other_reader() -> None:
+        with httpx.Client(base_url=bench.url, cookies={name: value}, timeout=120) as client:
+            while not stop.is_set():
+                start = time.perf_counter()
+                client.get(f"/c/{other}/").raise_for_status()
+                waits.append((time.perf_counter() - start) * 1000)
+                stop.wait(0.05)
+
+    rss_before = rss_kb(bench.pid)
+    times, cpu, size = [], [], 0
+    reader = threading.Thread(target=other_reader)
+    reader.start()
+    try:
+        with httpx.Client(base_url=bench.url, cookies={name: value}, timeout=600) as client:
+            for _ in range(loads):
+                before_cpu = cpu_seconds(bench.pid)
+                start = time.perf_counter()
+                response = client.get(f"/c/{huge}/")
+                times.append((time.perf_counter() - start) * 1000)
+                cpu.append(cpu_seconds(bench.pid) - before_cpu)
+                response.raise_for_status()
+                size = len(response.content)
+    finally:
+        stop.set()
+        reader.join()
+    return {
+        "times": times,
+        "cpu": cpu,
+        "bytes": size,
+        "rss_before": rss_before // 1024,
+        "rss_after": rss_kb(bench.pid) // 1024,
+        "waits": waits,
+    }
+
+
 def build(bench: Bench, messages: int, runs_per_request: int) -> tuple[str, float, list[float]]:
     """The conversation, the total build time, and ms per event of each build request."""
     conversation = bench.new_conversation(f"p3 {messages} messages")
@@ -177,6 +265,11 @@ def main() -> None:
         default=2500,
         help="tool calls in the giant-batch case (2 messages each); 0 skips it",
     )
+    parser.add_argument(
+        "--huge", type=int, default=60, help="tool results in issue 28's case; 0 skips it"
+    )
+    parser.add_argument("--huge-bytes", type=int, default=900_000, help="bytes per result")
+    parser.add_argument("--huge-loads", type=int, default=5, help="page loads, the first cold")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -192,7 +285,16 @@ def main() -> None:
         if args.giant:
             giant, took = build_giant(bench, args.giant)
             print(f"built a giant batch of {args.giant} calls in {took:.1f} s")
+        if args.huge:
+            huge, took = build_huge(bench, args.huge, args.huge_bytes)
+            print(f"built {args.huge} results of {args.huge_bytes} bytes in {took:.1f} s")
         cookie = bench.session_cookie()
+        # First, before anything else is loaded: its first load is a cold one.
+        huge_run = (
+            time_huge(bench, cookie, huge, built[min(sizes)], args.huge_loads)
+            if args.huge
+            else None
+        )
         name, value = cookie.split("=", 1)
         timings = {size: [] for size in sizes}
         cpu = dict.fromkeys(sizes, 0.0)
@@ -267,7 +369,36 @@ def main() -> None:
                 )
             )
     print(table(["request", *REQUEST_COLUMNS, "messages in HTML", "KiB"], rows))
+    if huge_run:
+        print_huge(huge_run, args.huge, args.huge_bytes, min(sizes))
     print(f"load after: {load}")
+
+
+def print_huge(run: dict, results: int, size: int, other_size: int) -> None:
+    times, cpu = run["times"], run["cpu"]
+    rows = [["GET /c/<id>/ first (cold)", f"{times[0]:.0f}", f"{1000 * cpu[0]:.0f}"]]
+    if len(times) > 1:
+        rest = summary(times[1:])
+        rows.append(
+            [
+                f"GET /c/<id>/ next {len(times) - 1} (p50)",
+                f"{rest['p50']:.0f}",
+                f"{1000 * sum(cpu[1:]) / len(cpu[1:]):.0f}",
+            ]
+        )
+    print(f"\nissue 28: {results} tool results of {size} bytes in one batch")
+    print(table(["request", "ms", "daphne CPU ms"], rows))
+    waits = summary(run["waits"]) if run["waits"] else None
+    print(
+        f"page {run['bytes'] / 1024:.0f} KiB · daphne RSS {run['rss_before']} → "
+        f"{run['rss_after']} MiB"
+        + (
+            f" · another reader's {other_size}-message page meanwhile: n {waits['n']}, "
+            f"p50 {waits['p50']:.0f} ms, max {waits['max']:.0f} ms"
+            if waits
+            else ""
+        )
+    )
 
 
 EARLIER_CALLS = re.compile(r'data-earlier-calls\s+href="([^"]+)"')

@@ -48,6 +48,10 @@ DEFAULTS: dict[str, Any] = {
     # Transcript imports (SPEC §9).
     "CHATUI_IMPORT_MAX_BYTES": 32 * 1024 * 1024,
     "CHATUI_IMPORT_MAX_EVENTS": 100_000,
+    # Characters of full result text, Copy-args text and Details JSON one tool entry
+    # carries in a page, together; the rest is fetched on demand (chatui.read.presenters
+    # `_bounded`), so a page of a few hundred entries stays a few MB.
+    "CHATUI_TOOL_TEXT_INLINE_CHARS": 16 * 1024,
 }
 
 

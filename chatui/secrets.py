@@ -1,7 +1,7 @@
 """T3: secrets in tool text are masked wherever they are shown.
 
 This module alone decides what is a secret, and every surface asks it: the page and
-the live frames (chatui.display), replay and `?at=`, search's index and snippets, the
+the live frames (chatui.read.display), replay and `?at=`, search's index and snippets, the
 conversation list, the admin and the exports. `masked_fields` says which text of a
 message is masked (a tool's args, result, error and details; a status line, such as a
 failed run's `error_message`); `mask_text` masks what looks like a secret inside free

@@ -5,7 +5,7 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from chatui.web import api, approval_views, health, replay_views, views
+from chatui.web import api, approval_views, health, replay_views, tool_text_views, views
 
 #: One conversation's pages, under c/<conversation_id>/.
 conversation_pages = [
@@ -18,6 +18,12 @@ conversation_pages = [
     path("at/<str:at>", replay_views.moment_fragment, name="moment"),
     path("replay", replay_views.replay_page, name="replay"),
     path("tools/<int:message_pk>/approval", approval_views.decide_from_page, name="decide-tool"),
+    # A tool entry's texts beyond the page's bound (presenters.TEXT_PARTS), on demand.
+    re_path(
+        r"^tools/(?P<message_pk>[0-9]{1,18})/(?P<part>output|details|args)$",
+        tool_text_views.tool_text,
+        name="tool-text",
+    ),
 ]
 
 page_patterns = [

@@ -304,6 +304,9 @@ CHATUI_TOOL_TIMEOUT = float(os.environ.get("CHATUI_TOOL_TIMEOUT", "30"))
 CHATUI_IMPORT_MAX_BYTES = int(app_setting("CHATUI_IMPORT_MAX_BYTES"))
 CHATUI_IMPORT_MAX_EVENTS = int(app_setting("CHATUI_IMPORT_MAX_EVENTS"))
 
+# Characters of a tool entry's full texts a page inlines; beyond, they load on demand.
+CHATUI_TOOL_TEXT_INLINE_CHARS = int(app_setting("CHATUI_TOOL_TEXT_INLINE_CHARS"))
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -4,10 +4,13 @@ as pretty JSON (masked, T3), the runs, and links to the raw events."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from chatui.models import Conversation, Message
 from chatui.read import presenters, selectors
@@ -18,6 +21,7 @@ from chatui.read.reveal import (
     reveal_text,
     revealed_block,
 )
+from chatui.text import human_size
 
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
 from .timeline import first_error_anchor, run_summaries
@@ -88,7 +92,26 @@ def tool_call_row(message: Message, user) -> dict[str, Any]:
         "args_summary": (
             reveal_invisible(meta["args_summary"]) if meta.get("args_summary") else None
         ),
-        "args": pretty_json(meta["args"]) if "args" in meta else None,
-        "result": pretty_json(meta["tool_result"]) if "tool_result" in meta else None,
+        "args": _json_cell(message, meta["args"], "args") if "args" in meta else None,
+        "result": (
+            _json_cell(message, meta["tool_result"], "details") if "tool_result" in meta else None
+        ),
         "error": revealed_block(meta["tool_error"]) if meta.get("tool_error") else None,
     }
+
+
+def _json_cell(message: Message, value: Any, part: str) -> SafeString:
+    """`pretty_json(value)`, or beyond the page's bound (`presenters.inline_chars`, issue
+    28) its first lines and a link to the whole, which the page's own view serves
+    (chatui.web.tool_text_views: the result is in the entry's Details), masked alike."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if len(text) <= presenters.inline_chars():
+        return pretty_json(value)
+    url = reverse("chatui:tool-text", args=[message.conversation_id, message.pk, part])
+    return format_html(
+        '<pre class="chatui-json" tabindex="0">{}</pre><a href="{}?invisible=1" '
+        "data-audit-full-text>All of it ({})</a>",
+        reveal_invisible(presenters.truncate_block(text)[0]),
+        url,
+        human_size(len(text.encode())),
+    )

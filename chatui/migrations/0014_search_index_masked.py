@@ -2,7 +2,7 @@
 
 Until now the index held every word of a tool's args, result and error as sent, so a
 search (or the admin's) could find a message by a secret's value the page shows as
-`••••` and its last 4 characters, letter by letter. chatui.search now indexes the
+`••••` and its last 4 characters, letter by letter. chatui.ingest.search_index now indexes the
 masked text, of messages and titles; this rebuilds every row that already exists the
 same way, so an existing database forgets the raw secret words too.
 """

@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -192,6 +193,9 @@ class ResultView(TemplateView):
     truncated: bool
     full_size: Text  # human-readable size of the whole text
     full_text: ToolText | None = None  # G16: the whole text, when `text` is cut
+    # P3: the whole text is beyond the entry's inline bound (`_bounded`): the page
+    # fetches it on demand (chatui.web.tool_text_views) and `full_text` is None.
+    deferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,11 @@ class ToolEntryView(TemplateView):
     args_text: AttrText | None = None  # G16: what Copy args copies
     failure: Text | None = None  # G15: why details make this a failure ("exit code 2")
     approval: ApprovalView | None = None  # SPEC §13: asked for a person's decision
+    # P3, a page's size bound (`_bounded`): what the entry leaves out of the page is
+    # fetched from `texts_url` + "output" / "details" / "args" (chatui.web.tool_text_views).
+    texts_url: Key | None = None  # set when anything is left out
+    details_size: Text | None = None  # Details left out: its full size ("1.8 MB")
+    args_deferred: bool = False  # Copy args fetches the args
 
     @property
     def is_running(self) -> bool:
@@ -297,7 +306,13 @@ class ToolEntryView(TemplateView):
     @property
     def has_actions(self) -> bool:
         """G8/G16: Copy output, Copy args or Details are shown."""
-        return bool(self.details_json or self.args_text or self.has_output)
+        return bool(self.details_json or self.args_text or self.args_deferred or self.has_output)
+
+    @property
+    def output_deferred(self) -> bool:
+        """The shown block result's full text is fetched on demand (Copy output too)."""
+        result = self.result
+        return result is not None and result.deferred and not self.is_error
 
 
 @dataclass(frozen=True)
@@ -789,11 +804,13 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
         len(message.content),
         display.mask_secrets,  # all an entry takes from `display` (its transform comes later)
         depth,
+        inline_chars(),  # a setting: tests change it
     )
 
 
 def _text_size(entry: ToolEntryView) -> int:
-    texts = (entry.args_text, entry.details_json, entry.error, entry.call_line)
+    full = entry.result.full_text if entry.result is not None else None
+    texts = (entry.args_text, entry.details_json, entry.error, entry.call_line, full)
     return sum(len(text) for text in texts if text)
 
 
@@ -804,6 +821,7 @@ def _present_entry(
     display: Display,
     children: Sequence[ToolEntryView] = (),
     depth: int = 0,
+    bounded: bool = True,
 ) -> ToolEntryView:
     # T3: secrets are masked here (unless `display` reveals them), the one place tool
     # text becomes presentable.
@@ -821,6 +839,12 @@ def _present_entry(
     call = neutralise(call_line(message.tool_name, meta.get("args"), meta.get("args_summary")))
     # The display text of §3 is `content`; nothing is shown until the tool ends (G5).
     result = None if status in PENDING else present_result(content or (error_text or ""))
+    details, args_text = _details_json(meta), _args_text(meta)
+    left_out: dict[str, Any] = {}
+    if bounded:
+        result, details, args_text, left_out = _bounded(
+            message, result, details, args_text, shows_result=not is_error
+        )
     started = message.timestamp
     return ToolEntryView(
         dom_id=message.dom_id,
@@ -836,7 +860,7 @@ def _present_entry(
         result=result,
         error=neutralise(clip(error_text, ERROR_CHARS)) if error_text else None,
         duration_text=duration_text(meta.get("tool_duration_ms")),
-        details_json=_details_json(meta),
+        details_json=details,
         kind_view=present_kind(meta.get("details"), call),
         retry_line=_retry_line(meta, title),
         children=tuple(children),
@@ -851,11 +875,73 @@ def _present_entry(
         no_result=no_result,
         preview_note=_preview_note(meta, content),
         pks=(message.pk,),
-        args_text=_args_text(meta),
+        args_text=args_text,
         failure=failure,
         approval=present_approval(message, meta),
+        **left_out,
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
+
+
+def inline_chars() -> int:
+    """How many characters of full result text, Copy-args text and Details JSON one
+    entry carries in the page, together (`CHATUI_TOOL_TEXT_INLINE_CHARS`)."""
+    return settings.CHATUI_TOOL_TEXT_INLINE_CHARS
+
+
+def _bounded(
+    message: Message,
+    result: ResultView | None,
+    details: str | None,
+    args_text: str | None,
+    *,
+    shows_result: bool,
+) -> tuple[ResultView | None, str | None, str | None, dict[str, Any]]:
+    """P3, a page's size bound (issue 28): the texts an entry inlines in full — its
+    result text (G16), Copy args' text and the Details JSON (G8, which repeats both) —
+    share one budget of `inline_chars()`. Kept in that order, each whole or not at all;
+    one left out is fetched when the reader opens or copies it, so a page of 200 entries
+    stays a few MB whatever the results (before: 60 results of 900 KB, a 108 MB page).
+    The Details left out keep a short preview; the result's is its cut block (G4)."""
+    budget = inline_chars()
+    left_out: dict[str, Any] = {}
+    if result is not None and result.full_text is not None:
+        if len(result.full_text) <= budget:
+            if shows_result:  # an error entry shows its error instead: no page bytes
+                budget -= len(result.full_text)
+        else:  # not kept in a view (nor in the memo of entries) either, shown or not
+            result = replace(result, full_text=None, deferred=True)
+    if args_text is not None:
+        if len(args_text) <= budget:
+            budget -= len(args_text)
+        else:
+            args_text, left_out["args_deferred"] = None, True
+    if details is not None and len(details) > budget:
+        left_out["details_size"] = human_size(len(details.encode()))
+        details = truncate_block(details)[0]
+    if left_out or (result is not None and result.deferred):
+        url = reverse("chatui:tool-text", args=[message.conversation_id, message.pk, "output"])
+        left_out["texts_url"] = url.removesuffix("output")
+    return result, details, args_text, left_out
+
+
+#: The texts an entry may leave out of the page (`_bounded`), by their URL's last part.
+TEXT_PARTS = ("output", "details", "args")
+
+
+def full_tool_text(message: Message, part: str, *, display: Display = MASKED) -> str | None:
+    """The whole text of one of a tool entry's `TEXT_PARTS`, exactly as an entry without
+    the page's bound would carry it (masked and transformed as `display` says), or None
+    when the entry has no such text."""
+    entry = display.show(_present_entry(message, now=None, display=display, bounded=False))
+    if part == "output":
+        result = entry.result
+        return None if result is None else (result.full_text or result.text)
+    if part == "details":
+        return entry.details_json
+    if part == "args":
+        return entry.args_text
+    raise ValueError(f"no such part of a tool entry: {part!r}")
 
 
 def _args_text(meta: dict[str, Any]) -> str | None:

@@ -102,6 +102,9 @@ EVENTS = [
         "tool_name": "rm",
         "reason": "waits",
     },
+    # Issue 28: texts beyond the page's bound are left out; the Details say their size
+    {"type": "agent.tool.started", "tool_call_id": "big", "tool_name": "cat"},
+    {"type": "agent.tool.completed", "tool_call_id": "big", "result": "x\n" * 10_000},
     {
         "type": "agent.step.completed",
         "content": "",

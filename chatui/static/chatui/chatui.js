@@ -306,7 +306,7 @@
   function targetFound(selector, earlier) {
     if (document.querySelector(selector)) return true;
     // An earlier part of the same message may bring it: frames are joined per tick
-    // (chatui.consumers), so one may add a bubble and the next append text to it.
+    // (chatui.live.consumers), so one may add a bubble and the next append text to it.
     return earlier.some(function (part) {
       return part.matches(selector) || part.querySelector(selector) !== null;
     });
