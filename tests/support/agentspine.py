@@ -1,4 +1,5 @@
-"""Shared by several test modules (moved from test_agentspine_golden.py)."""
+"""AgentSpine's real captures and their golden transcripts: reading the goldens, and
+the snapshots of an entry while its tool runs (tests/importers, tests/browser)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from conftest.py)."""
+"""A test client that posts to the API as a runtime does, with a bearer token."""
 
 from __future__ import annotations
 

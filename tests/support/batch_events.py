@@ -1,4 +1,5 @@
-"""Shared by several test modules (moved from test_batch_window.py)."""
+"""A giant tool batch's events, as the P3 case has them: a hidden step and a tool's start
+and result per call."""
 
 from __future__ import annotations
 

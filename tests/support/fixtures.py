@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from conftest.py)."""
+"""The captures and golden files under tests/fixtures/, and loading one."""
 
 from __future__ import annotations
 

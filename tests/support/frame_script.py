@@ -1,4 +1,5 @@
-"""Shared by several test modules (moved from test_frame_tail_kept.py)."""
+"""A scripted conversation that plays events and renders each live frame (the kept-cache
+properties in tests/live)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Shared by several test modules (moved from test_fuzz_api.py)."""
+"""Hypothesis strategies for events of every type, valid and hostile (the API's fuzzing,
+the row-count properties)."""
 
 from __future__ import annotations
 

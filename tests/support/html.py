@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from test_tool_frame_incremental.py)."""
+"""Normalising rendered HTML before comparing two renders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from test_page_size_bound.py)."""
+"""Tool results too big to carry in a page, each line hostile (the page's size bound)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from test_importers.py)."""
+"""Hostile transcript files for every import format, and a spy on a format's parser."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Shared by several test modules (moved from test_ingest_cost.py)."""
+"""A tool call's events (queued, started, progress) and its output as projected, for the
+ingest and projection cost tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Shared by several test modules (moved from test_pages.py)."""
+"""Rendering every surface of a conversation (page, frames, admin, exports) to prove none
+fails on what ingest stored."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from test_tool_frame_cost.py)."""
+"""A tool step's events (started, done, a status), each with its own timestamp.
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test modules (moved from test_agents_webhook.py)."""
+"""A real HTTP runtime behind the webhook agent, and running an agent to its end."""
 
 from __future__ import annotations
 
