@@ -1,4 +1,4 @@
-"""A tool step's events (started, done, a status), each with its own timestamp.
+"""A tool step's events (started, done, a status), each with its own timestamp."""
 
 from __future__ import annotations
 
