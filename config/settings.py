@@ -297,6 +297,12 @@ CHATUI_TOOL_TIMEOUT = float(os.environ.get("CHATUI_TOOL_TIMEOUT", "30"))
 CHATUI_IMPORT_MAX_BYTES = int(app_setting("CHATUI_IMPORT_MAX_BYTES"))
 CHATUI_IMPORT_MAX_EVENTS = int(app_setting("CHATUI_IMPORT_MAX_EVENTS"))
 
+# Time travel (chatui.replay, docs/PERFORMANCE.md): moments projected at once per process,
+# how long another waits before a 503, and the memory (MB) a process keeps for moments.
+CHATUI_MOMENT_WORKERS = int(app_setting("CHATUI_MOMENT_WORKERS"))
+CHATUI_MOMENT_WAIT_SECONDS = app_setting("CHATUI_MOMENT_WAIT_SECONDS", float)
+CHATUI_MOMENT_CACHE_MB = app_setting("CHATUI_MOMENT_CACHE_MB", float)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
