@@ -25,10 +25,11 @@ as bytes, `deserialize()` gives it back in about a millisecond. The process keep
 (`Kept`, one per process, shared by every thread: daphne runs each request on a
 thread of its own, so what a thread kept for itself was never seen again):
 
-- checkpoints, zlib-compressed (~15×), taken while projecting forward: at every
-  multiple of CHECKPOINT_EVERY events, and at every multiple of CHECKPOINT_NEAR within
-  the CHECKPOINT_EVERY events before the seq asked (dense where people look, so a step
-  back restores one at most CHECKPOINT_NEAR events before it);
+- checkpoints taken while projecting forward: at every multiple of CHECKPOINT_EVERY
+  events, zlib-compressed (~15×: ~1 MB near the end of a 50,000-event conversation);
+  and when someone steps back (a database is held beyond the seq asked), at the last
+  multiple of CHECKPOINT_NEAR before it, as it is (~15 MB there, but restored in a
+  millisecond: the next steps back start from it, not from CHECKPOINT_EVERY back);
 - the scratch databases of the latest moments asked, as they are (a step forward of
   the player applies only the events since; no copy at all).
 
@@ -38,10 +39,10 @@ in-memory scratch counts its pages), so memory stays flat however far people tra
 The key is (database, conversation, `Conversation.rebuilds`): a re-projection (which
 bumps `rebuilds`, in any process) is never served a state of the rows it replaced, and
 a deleted conversation's states are dropped. Kept in the process, not in a table: a
-checkpoint is a SQLite file image (no use to PostgreSQL), near the end of a 50,000-event
-conversation ~1 MB compressed, and one every CHECKPOINT_NEAR events across every
-conversation ever opened would outgrow the conversations themselves; a process builds
-the ones people ask for, once.
+checkpoint is a SQLite file image (no use to PostgreSQL), and one every CHECKPOINT_EVERY
+events of every conversation ever opened would outgrow the conversations themselves; a
+process builds the ones people ask for, once (the first moment of a conversation pays
+for its prefix, ~10 % more for the checkpoints).
 
 What the scratch database holds besides the projection: of the log, only the events
 the projector reads back (`projection.LOG_READ_BACK`: progress logged before its tool,
@@ -77,9 +78,9 @@ from .models import Conversation, ConversationStatus, Event, Message
 from .projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 
 #: Checkpoints: every this many events along the whole prefix...
-CHECKPOINT_EVERY = 2000
-#: ...and every this many within the CHECKPOINT_EVERY events before the seq asked.
-CHECKPOINT_NEAR = 250
+CHECKPOINT_EVERY = 1000
+#: ...and, going back, the last multiple of this before the seq asked.
+CHECKPOINT_NEAR = 100
 
 
 @dataclass(frozen=True)
@@ -248,10 +249,15 @@ class Kept:
         with self._lock:
             return sorted((k[2], s, h) for k, s, h in self._entries if k[1] == conversation_pk)
 
-    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None]:
+    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None, bool]:
         """The nearest state at or before `seq`: a checkpoint's image (kept), or a held
-        database (taken out: give it back with `hold`); (0, None) if none."""
+        database (taken out: give it back with `hold`), or (0, None) if none; and whether
+        a database is held beyond `seq` (someone is stepping back)."""
         with self._lock:
+            going_back = any(
+                entry_key == key and held and entry_seq > seq
+                for entry_key, entry_seq, held in self._entries
+            )
             best = max(
                 (
                     (entry_seq, held)
@@ -261,7 +267,7 @@ class Kept:
                 default=None,
             )
             if best is None:
-                return 0, None
+                return 0, None, going_back
             entry = (key, *best)
             if best[1]:
                 value, size = self._entries.pop(entry)
@@ -269,7 +275,7 @@ class Kept:
             else:
                 value = self._entries[entry][0]
                 self._entries.move_to_end(entry)
-            return best[0], value
+            return best[0], value, going_back
 
     def has_checkpoint(self, key: Key, seq: int) -> bool:
         with self._lock:
@@ -348,7 +354,7 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
     real = connections[DEFAULT_DB_ALIAS]
     key = (real.settings_dict["NAME"], conversation.pk, conversation.rebuilds)
     kept.forget(conversation.pk, except_rebuilds=conversation.rebuilds)
-    start, found = kept.take(key, seq)
+    start, found, going_back = kept.take(key, seq)
     if isinstance(found, Held):
         held = found
     else:
@@ -357,7 +363,7 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
             with _scratch_database(held.database):
                 held.scratch = _new_scratch(conversation)
     try:
-        for segment_end in _segments(key, start, seq):
+        for segment_end, compress in _segments(key, start, seq, going_back):
             events = list(
                 Event.objects.filter(
                     conversation=conversation, seq__gt=held.seq, seq__lte=segment_end
@@ -367,7 +373,7 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
                 _project_kept(held, events)
             held.seq = segment_end
             if segment_end != seq:
-                kept.keep_checkpoint(key, segment_end, _image(held.database))
+                kept.keep_checkpoint(key, segment_end, _image(held.database, compress))
         with _scratch_database(held.database):
             window = _window(held.scratch)
     except BaseException:
@@ -377,15 +383,22 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
     return (*window, start)
 
 
-def _segments(key: Key, start: int, seq: int) -> list[int]:
-    """Where to stop on the way from `start` to `seq`: each checkpoint not kept yet,
-    then `seq` (straight there when nothing may be kept)."""
+def _segments(key: Key, start: int, seq: int, going_back: bool) -> list[tuple[int, bool]]:
+    """Where to stop on the way from `start` to `seq` to keep a checkpoint, and whether
+    to compress it: each multiple of CHECKPOINT_EVERY not kept yet (compressed: they
+    stay); going back, the last multiple of CHECKPOINT_NEAR before `seq` (as it is: the
+    next steps back restore it at once, and it goes first when memory is short). Then
+    `seq` itself; straight there when nothing may be kept."""
     if kept.budget <= 0:
-        return [seq]
-    wanted = set(range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY))
-    near = max(start, seq - CHECKPOINT_EVERY)
-    wanted.update(range(_next_multiple(near, CHECKPOINT_NEAR), seq, CHECKPOINT_NEAR))
-    return [n for n in sorted(wanted) if not kept.has_checkpoint(key, n)] + [seq]
+        return [(seq, False)]
+    stops = dict.fromkeys(
+        range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY), True
+    )
+    near = (seq - 1) // CHECKPOINT_NEAR * CHECKPOINT_NEAR
+    if going_back and near > start and near not in stops:
+        stops[near] = False
+    wanted = [(n, compress) for n, compress in sorted(stops.items())]
+    return [(n, c) for n, c in wanted if not kept.has_checkpoint(key, n)] + [(seq, False)]
 
 
 def _next_multiple(after: int, step: int) -> int:
@@ -403,8 +416,13 @@ def _project_kept(held: Held, events: list[Event]) -> None:
         database.run_on_commit.clear()
 
 
-def _image(database: BaseDatabaseWrapper) -> bytes:
-    return zlib.compress(database.connection.serialize(), 1)
+#: How an image of a database begins (one that does not is compressed).
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _image(database: BaseDatabaseWrapper, compress: bool = True) -> bytes:
+    image = database.connection.serialize()
+    return zlib.compress(image, 1) if compress else image
 
 
 def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
@@ -414,7 +432,9 @@ def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
     # Held between requests, which daphne serves on threads of their own.
     database.inc_thread_sharing()
     database.ensure_connection()
-    database.connection.deserialize(zlib.decompress(image))
+    if not image.startswith(SQLITE_HEADER):
+        image = zlib.decompress(image)
+    database.connection.deserialize(image)
     with database.cursor() as cursor:
         # Only the projection lives here: the owner row and the like need not exist.
         cursor.execute("PRAGMA foreign_keys = OFF")

@@ -158,8 +158,8 @@ def fresh_kept():
 
 @pytest.fixture
 def small_grid(monkeypatch):
-    """Checkpoints every 16 events, and every 4 near the seq asked: a conversation of a
-    few hundred events crosses many of them."""
+    """Checkpoints every 16 events, and every 4 going back: a conversation of a few
+    hundred events crosses many of them."""
     monkeypatch.setattr(replay, "CHECKPOINT_EVERY", 16)
     monkeypatch.setattr(replay, "CHECKPOINT_NEAR", 4)
 
@@ -224,7 +224,7 @@ def test_issue28_the_kept_states_hold_the_log_the_projector_reads_back(user, fre
     replay.moment(conversation, conversation.last_seq)
     [(_rebuilds, _seq, is_held)] = replay.kept.seqs(conversation.pk)
     assert is_held
-    _start, held = replay.kept.take(
+    _start, held, _back = replay.kept.take(
         (connections["default"].settings_dict["NAME"], conversation.pk, 0), conversation.last_seq
     )
     with replay._scratch_database(held.database):
@@ -295,10 +295,11 @@ def test_issue28_a_step_back_starts_from_a_checkpoint_near_it(
     ingest(conversation, generated_log(random.Random(6)))
     seq = conversation.last_seq - 3
     replay.moment(conversation, seq)
+    replay.moment(conversation, seq - 10)  # from a checkpoint up to CHECKPOINT_EVERY back
     applied = applied_events(monkeypatch)
-    back = replay.moment(conversation, seq - 10)
-    assert seq - 10 - back.projected_from < replay.CHECKPOINT_NEAR
-    assert applied == list(range(back.projected_from + 1, seq - 9))
+    back = replay.moment(conversation, seq - 11)  # the next step back
+    assert seq - 11 - back.projected_from < replay.CHECKPOINT_NEAR
+    assert applied == list(range(back.projected_from + 1, seq - 10))
 
 
 def test_issue28_a_reprojected_conversation_is_never_served_its_old_states(user, fresh_kept):
