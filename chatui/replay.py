@@ -34,8 +34,11 @@ thread of its own, so what a thread kept for itself was never seen again):
   the player applies only the events since; no copy at all).
 
 A moment restores the nearest kept state at or before its seq and projects forward
-from there. All of it is least-recently-used within CHATUI_MOMENT_CACHE_MB (an
-in-memory scratch counts its pages), so memory stays flat however far people travel.
+from there. All of it fits in CHATUI_MOMENT_CACHE_MB (a held database counts its
+pages), so memory stays flat however far people travel: when it is full, what is not
+compressed goes first (it is at most CHECKPOINT_EVERY events past a compressed
+checkpoint), least recently used first, then compressed checkpoints, least recently
+used first; at most HELD_PER_CONVERSATION databases are held per conversation.
 The key is (database, conversation, `Conversation.rebuilds`): a re-projection (which
 bumps `rebuilds`, in any process) is never served a state of the rows it replaced, and
 a deleted conversation's states are dropped. Kept in the process, not in a table: a
@@ -81,6 +84,8 @@ from .projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 CHECKPOINT_EVERY = 1000
 #: ...and, going back, the last multiple of this before the seq asked.
 CHECKPOINT_NEAR = 100
+#: Databases held per conversation (the latest moments asked: two people at two places).
+HELD_PER_CONVERSATION = 2
 
 
 @dataclass(frozen=True)
@@ -320,9 +325,32 @@ class Kept:
                 dropped.append(self._drop(entry))
             self._entries[entry] = (value, size)
             self.size += size
-            while self.size > self.budget and self._entries:
-                dropped.append(self._drop(next(iter(self._entries))))
+            if entry[2]:  # a conversation's databases held beyond HELD_PER_CONVERSATION
+                held = [e for e in self._entries if e[0] == entry[0] and e[2]]
+                dropped += [self._drop(e) for e in held[:-HELD_PER_CONVERSATION]]
+            # The cheapest to make again goes first: what is not compressed (a held
+            # database, a checkpoint near a step back) is at most CHECKPOINT_EVERY
+            # events past a compressed checkpoint, which may stand for the whole prefix.
+            # What was just put goes last (the next step starts from it).
+            for doomed in (self._uncompressed, self._compressed):
+                for old in [other for other in doomed() if other != entry]:
+                    if self.size <= self.budget:
+                        break
+                    dropped.append(self._drop(old))
+            if self.size > self.budget:  # too big to keep even alone
+                dropped.append(self._drop(entry))
         _close(dropped)
+
+    def _uncompressed(self) -> Iterator[tuple[Key, int, bool]]:
+        """Under the lock: least recently used first."""
+        for entry, (value, _size) in self._entries.items():
+            if isinstance(value, Held) or value.startswith(SQLITE_HEADER):
+                yield entry
+
+    def _compressed(self) -> Iterator[tuple[Key, int, bool]]:
+        for entry, (value, _size) in self._entries.items():
+            if isinstance(value, bytes) and not value.startswith(SQLITE_HEADER):
+                yield entry
 
     def _drop(self, entry: tuple[Key, int, bool]) -> bytes | Held:
         """Under the lock."""
