@@ -377,3 +377,17 @@ def test_issue28_beyond_the_workers_a_moment_is_503_with_retry_after(user, setti
         done.set()
         holder.join()
     assert client.get(f"/c/{conversation.pk}/at/3").status_code == 200
+
+
+def test_issue28_a_dropped_scratch_database_is_freed_at_once(user, fresh_kept):
+    """Not left to the garbage collector (Django's `close()` keeps an in-memory SQLite
+    database open; the wrapper's reference cycles kept ~15 MB a step alive)."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(conversation, generated_log(random.Random(11), runs=2))
+    replay.moment(conversation, conversation.last_seq)
+    key = (connections["default"].settings_dict["NAME"], conversation.pk, 0)
+    _start, held, _back = replay.kept.take(key, conversation.last_seq)
+    replay.kept.hold(key, held)
+    assert held.database.connection is not None
+    conversation.delete()
+    assert held.database.connection is None
