@@ -163,12 +163,15 @@ def main() -> None:
             walk += [walk[-1] - 10 * n for n in range(1, args.steps - half + 1)]
             forward, backward, peak = [], [], rss_kb(bench.pid)
             rss_before_steps = rss_kb(bench.pid)
+            quarters = []
             cpu = cpu_seconds(bench.pid)
             for n, seq in enumerate(walk):
                 took, response = timed_get(client, f"/c/{conversation}/at/{seq}")
                 ok(response, f"step to {seq}")
                 (forward if n < half else backward).append(took)
                 peak = max(peak, rss_kb(bench.pid))
+                if (n + 1) % max(1, len(walk) // 4) == 0:
+                    quarters.append(rss_kb(bench.pid) // 1024)
             steps_cpu = cpu_seconds(bench.pid) - cpu
             rss_after_steps = rss_kb(bench.pid)
             share = len(forward) / len(walk)
@@ -178,7 +181,8 @@ def main() -> None:
             notes.append(
                 f"RSS: {rss_start // 1024} MB before the first moment, "
                 f"{rss_before_steps // 1024} MB before {len(walk)} steps, "
-                f"{rss_after_steps // 1024} MB after (peak during them {peak // 1024} MB)"
+                f"{rss_after_steps // 1024} MB after (peak during them {peak // 1024} MB; "
+                f"after each quarter of them {' / '.join(map(str, quarters))} MB)"
             )
 
         with httpx.Client(base_url=bench.url, cookies=bob, timeout=60) as client:
