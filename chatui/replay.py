@@ -60,6 +60,11 @@ transaction (no file image to keep; docs/PERFORMANCE.md). On both, at most
 CHATUI_MOMENT_WORKERS moments are projected at once in a process (a projection holds
 the GIL): another waits up to CHATUI_MOMENT_WAIT_SECONDS, then gets 503 with
 Retry-After, so other people's pages are not starved by a few auditors.
+
+Why it is long: a moment, the scratch databases it is projected in, the states kept
+between moments and the bound on how many are projected at once are one mechanism;
+apart, each would need the others' invariants (what a kept state holds, when it may be
+reused, who may touch a held database) restated.
 """
 
 from __future__ import annotations
