@@ -45,6 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "CHATUI_RUN_HEARTBEAT_SECONDS": 5.0,
     "CHATUI_RUN_LOST_SECONDS": 30.0,
     "CHATUI_RUN_STOP_WAIT_SECONDS": 10.0,
+    # Time travel (chatui.read.replay): moments projected at once per process, how long
+    # another waits for one of them before a 503, and the memory kept for moments.
+    "CHATUI_MOMENT_WORKERS": 1,
+    "CHATUI_MOMENT_WAIT_SECONDS": 2.0,
+    "CHATUI_MOMENT_CACHE_MB": 128,
     # Transcript imports (SPEC §9).
     "CHATUI_IMPORT_MAX_BYTES": 32 * 1024 * 1024,
     "CHATUI_IMPORT_MAX_EVENTS": 100_000,

@@ -306,6 +306,11 @@ CHATUI_IMPORT_MAX_EVENTS = int(app_setting("CHATUI_IMPORT_MAX_EVENTS"))
 
 # Characters of a tool entry's full texts a page inlines; beyond, they load on demand.
 CHATUI_TOOL_TEXT_INLINE_CHARS = int(app_setting("CHATUI_TOOL_TEXT_INLINE_CHARS"))
+# Time travel (chatui.read.replay, docs/PERFORMANCE.md): moments projected at once per process,
+# how long another waits before a 503, and the memory (MB) a process keeps for moments.
+CHATUI_MOMENT_WORKERS = int(app_setting("CHATUI_MOMENT_WORKERS"))
+CHATUI_MOMENT_WAIT_SECONDS = app_setting("CHATUI_MOMENT_WAIT_SECONDS", float)
+CHATUI_MOMENT_CACHE_MB = app_setting("CHATUI_MOMENT_CACHE_MB", float)
 
 LOGGING = {
     "version": 1,

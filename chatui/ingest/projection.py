@@ -239,6 +239,14 @@ class AppendToStreaming:
 _MESSAGE_CONTENT = Message._meta.get_field("content")
 APPEND_TO_STREAMING = AppendToStreaming()
 
+#: The event types the projector reads back from the log (progress logged before its
+#: tool's entry: EARLY_PROGRESS, `_apply_early_progress`; an AgentSpine message still
+#: open: `_open_agentspine_message`). A copy of the log holding only these projects the
+#: same (chatui.read.replay keeps no other); a new read of the log adds its type here.
+LOG_READ_BACK = frozenset(
+    {"agent.tool.progress", "agentspine.message_start", "agentspine.message_end"}
+)
+
 #: Tool call id -> the seq of its first logged progress.
 EARLY_PROGRESS = PreparedLookup(
     lambda pk: (

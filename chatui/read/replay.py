@@ -2,8 +2,8 @@
 the log, rendered by the same projector, presenters and partials as the live page.
 
 How a prefix is projected without touching the real projection: the events ≤ seq are
-copied to a scratch conversation, `Projector` (the very one ingest runs) applies them
-there, and the transcript window is read back. Nothing reaches the real tables.
+applied by `Projector` (the very one ingest runs) to a scratch conversation, and the
+transcript window is read back. Nothing reaches the real tables.
 
 Where: on SQLite, in a private in-memory database with the real one's schema (this
 thread's "default" connection is swapped for it meanwhile, so the projector, its raw
@@ -17,35 +17,84 @@ projector to keep in step, and a moment that differs from the live page in any r
 is worse than useless to an auditor. Why not a rolled-back transaction in the real
 SQLite database (the first version): IMMEDIATE transactions take SQLite's one write
 lock at BEGIN, so every writer of every conversation waits for the projection.
-Measured on a loaded 2-core machine: a 2000-event moment held it ~8 s, and an ingest
-beside a loop of such moments waited up to 10 s (5–20 ms alone); with the in-memory
-copy, at most 0.16–0.4 s, which is CPU contention, not a lock. On PostgreSQL a
-rolled-back transaction locks only the new scratch rows, so a writer of the live
-conversation never waits for it.
 
-Each thread keeps its last few scratch projections (committed in the in-memory
-database only): a player walking forward pays for the events since its last step,
-as ingest did live, not for the whole prefix again (measured: ~30 ms a step at 45,
-500 or 2000 events; a cold moment costs ~2.5–3 ms an event). Going back starts
-afresh. On PostgreSQL every moment projects its whole prefix; the player asks for
-one moment at a time and skips frames it cannot keep up with.
+Why a moment is cheap (issue 28): a prefix is not projected from the start each time.
+A scratch database holds one conversation's projection and nothing else, so its whole
+state after event N is the database itself: `sqlite3.Connection.serialize()` gives it
+as bytes, `deserialize()` gives it back in about a millisecond. The process keeps
+(`Kept`, one per process, shared by every thread: daphne runs each request on a
+thread of its own, so what a thread kept for itself was never seen again):
+
+- checkpoints taken while projecting forward: at every multiple of CHECKPOINT_EVERY
+  events, zlib-compressed (~15×: ~1 MB near the end of a 50,000-event conversation);
+  and when someone steps back (a database is held beyond the seq asked), at the last
+  multiple of CHECKPOINT_NEAR before it, as it is (~15 MB there, but restored in a
+  millisecond: the next steps back start from it, not from CHECKPOINT_EVERY back);
+- the scratch databases of the latest moments asked, as they are (a step forward of
+  the player applies only the events since; no copy at all).
+
+A moment restores the nearest kept state at or before its seq and projects forward
+from there. All of it fits in CHATUI_MOMENT_CACHE_MB (a held database counts its
+pages), so memory stays flat however far people travel: when it is full, what is not
+compressed goes first (it is at most CHECKPOINT_EVERY events past a compressed
+checkpoint), least recently used first, then compressed checkpoints, least recently
+used first; at most HELD_PER_CONVERSATION databases are held per conversation.
+The key is (database, conversation, `Conversation.rebuilds`): a re-projection (which
+bumps `rebuilds`, in any process) is never served a state of the rows it replaced, and
+a deleted conversation's states are dropped. Kept in the process, not in a table: a
+checkpoint is a SQLite file image (no use to PostgreSQL), and one every CHECKPOINT_EVERY
+events of every conversation ever opened would outgrow the conversations themselves; a
+process builds the ones people ask for, once (the first moment of a conversation in a
+process pays for its prefix, and for compressing the checkpoints on the way). A
+dropped database is freed at once (`_close_database`), and glibc is kept from holding
+on to freed images (`_map_big_blocks`): without both, RSS grew 5–14 MB a step.
+
+What the scratch database holds besides the projection: of the log, only the events
+the projector reads back (`projection.LOG_READ_BACK`: progress logged before its tool,
+an AgentSpine message's start and end); the projector is handed every event, but
+copying the others (most of them) would cost as much as projecting them and double
+every checkpoint. Its search table keeps nothing (a moment never searches).
+
+On PostgreSQL a moment still projects its whole prefix in its rolled-back
+transaction (no file image to keep; docs/PERFORMANCE.md). On both, at most
+CHATUI_MOMENT_WORKERS moments are projected at once in a process (a projection holds
+the GIL): another waits up to CHATUI_MOMENT_WAIT_SECONDS, then gets 503 with
+Retry-After, so other people's pages are not starved by a few auditors.
+
+Why it is long: a moment, the scratch databases it is projected in, the states kept
+between moments and the bound on how many are projected at once are one mechanism;
+apart, each would need the others' invariants (what a kept state holds, when it may be
+reused, who may touch a held database) restated.
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
+import zlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.signals import post_delete
 
-from chatui.ingest.projection import Projector
+from chatui.ingest.projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 from chatui.models import Conversation, ConversationStatus, Event, Message
 
 from . import presenters, selectors
+
+#: Checkpoints: every this many events along the whole prefix...
+CHECKPOINT_EVERY = 1000
+#: ...and, going back, the last multiple of this before the seq asked.
+CHECKPOINT_NEAR = 100
+#: Databases held per conversation (the latest moments asked: two people at two places).
+HELD_PER_CONVERSATION = 2
 
 
 @dataclass(frozen=True)
@@ -58,24 +107,31 @@ class Moment:
     status: str  # the conversation's status then
     messages: list[Message]
     has_earlier: bool
+    # The seq of the kept state it was projected forward from (0: from the start).
+    projected_from: int = 0
+
+
+class Busy(Exception):
+    """As many moments as the process allows are being projected (`moment_slot`)."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"time travel is busy; retry after {retry_after} s")
+        self.retry_after = retry_after
 
 
 def moment(conversation: Conversation, seq: int) -> Moment:
-    """Project the events ≤ `seq` (0 ≤ seq ≤ conversation.last_seq) without writing."""
+    """Project the events ≤ `seq` (0 ≤ seq ≤ conversation.last_seq) without writing.
+    Raises `Busy` when the process is projecting as many moments as it may."""
     events = Event.objects.filter(conversation=conversation)
     timestamp = events.filter(seq=seq).values_list("timestamp", flat=True).first()
     messages: list[Message] = []
-    has_earlier, status = False, ConversationStatus.IDLE
-    if seq and connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
-        messages, has_earlier, status = _held_projection(conversation, seq)
-    elif seq:
-        prefix = list(events.filter(seq__lte=seq).order_by("seq"))
-        with transaction.atomic():
-            scratch = _new_scratch(conversation)
-            _project(scratch, prefix, empty=True)
-            messages, has_earlier, status = _window(scratch)
-            # Undo it all. (An error half-way rolls back too: it leaves the block.)
-            transaction.set_rollback(True)
+    has_earlier, status, start = False, ConversationStatus.IDLE, 0
+    if seq:
+        with moment_slot():
+            if connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
+                messages, has_earlier, status, start = _kept_projection(conversation, seq)
+            else:
+                messages, has_earlier, status = _rolled_back_projection(conversation, seq)
     _use_real_ids(conversation, messages)
     return Moment(
         seq=seq,
@@ -84,7 +140,52 @@ def moment(conversation: Conversation, seq: int) -> Moment:
         status=status,
         messages=messages,
         has_earlier=has_earlier,
+        projected_from=start,
     )
+
+
+# -- how many at once ------------------------------------------------------------------
+
+_slots_lock = threading.Lock()
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
+
+
+@contextmanager
+def moment_slot() -> Iterator[None]:
+    """One of the process's CHATUI_MOMENT_WORKERS slots for projecting a moment, for
+    the block; waits up to CHATUI_MOMENT_WAIT_SECONDS for one, else raises `Busy`.
+    Projecting is Python holding the GIL: unbounded, four auditors' cold moments made
+    everyone else's pages 3× slower (issue 28)."""
+    global _slots
+    size = settings.CHATUI_MOMENT_WORKERS
+    with _slots_lock:
+        if _slots is None or _slots[0] != size:  # made on first use (and when tests change it)
+            _slots = (size, threading.BoundedSemaphore(size))
+        semaphore = _slots[1]
+    wait = settings.CHATUI_MOMENT_WAIT_SECONDS
+    got = semaphore.acquire(timeout=wait) if wait > 0 else semaphore.acquire(blocking=False)
+    if not got:
+        raise Busy(retry_after=max(1, round(wait)))
+    try:
+        yield
+    finally:
+        semaphore.release()
+
+
+# -- PostgreSQL: a rolled-back transaction in the real database ------------------------
+
+
+def _rolled_back_projection(
+    conversation: Conversation, seq: int
+) -> tuple[list[Message], bool, str]:
+    prefix = list(Event.objects.filter(conversation=conversation, seq__lte=seq).order_by("seq"))
+    with transaction.atomic():
+        scratch = _new_scratch(conversation)
+        _project(scratch, prefix, empty=True)
+        found = _window(scratch)
+        # Undo it all. (An error half-way rolls back too: it leaves the block.)
+        transaction.set_rollback(True)
+    return found
 
 
 def _new_scratch(conversation: Conversation) -> Conversation:
@@ -92,19 +193,20 @@ def _new_scratch(conversation: Conversation) -> Conversation:
 
 
 def _project(scratch: Conversation, events: list[Event], *, empty: bool) -> None:
-    """Copy `events` to `scratch` and project them as ingest does (one batch)."""
+    """Apply `events` to `scratch` as ingest does (one batch). Of the log, only what the
+    projector reads back is copied there (`LOG_READ_BACK`)."""
     copies = [
         Event.row(
             scratch, event.seq, event, timestamp=event.timestamp, received_at=event.received_at
         )
         for event in events
     ]
-    Event.objects.bulk_create(copies)
+    Event.objects.bulk_create([copy for copy in copies if copy.type in LOG_READ_BACK])
     projector = Projector(scratch, empty=empty)
     projector.apply_all(copies)
     if copies:
         scratch.last_seq = copies[-1].seq
-    scratch.save(update_fields=["last_seq", "status", "title", "updated_at"])
+    scratch.save(update_fields=["last_seq", "status", "title", "updated_at", *ROW_COUNT_FIELDS])
 
 
 def _window(scratch: Conversation) -> tuple[list[Message], bool, str]:
@@ -112,66 +214,313 @@ def _window(scratch: Conversation) -> tuple[list[Message], bool, str]:
     return messages, has_earlier, scratch.status
 
 
-# -- SQLite: a private in-memory database that keeps its projections --------------------
+# -- SQLite: private in-memory databases, and the states the process keeps --------------
 
-#: Projections kept per thread (the player walks forward: each step applies only the
-#: events since the last one, as ingest did live).
-HELD_PROJECTIONS = 4
+Key = tuple[str, Any, int]  # (real database, conversation pk, its rebuilds)
 
 
-def _held_projection(conversation: Conversation, seq: int) -> tuple[list[Message], bool, str]:
-    """The projection of events ≤ seq in this thread's scratch database: the one held
-    for this conversation carried forward, or (to go back) a new one from the start."""
-    held = _held()
-    key = (connections[DEFAULT_DB_ALIAS].settings_dict["NAME"], conversation.pk)
-    scratch_pk, held_seq = held.pop(key, (None, 0))
-    if held_seq > seq:
-        held_seq = 0  # back in time: start again (the old one is dropped below)
-    events = Event.objects.filter(conversation=conversation, seq__gt=held_seq, seq__lte=seq)
-    events = list(events.order_by("seq"))
-    with _scratch_database():
-        if scratch_pk is not None and not held_seq:
-            _drop(scratch_pk)
-            scratch_pk = None
-        try:
-            with transaction.atomic():
-                if scratch_pk is None:
-                    scratch = _new_scratch(conversation)
-                else:
-                    scratch = Conversation.objects.get(pk=scratch_pk)
-                _project(scratch, events, empty=not held_seq)
-        except BaseException:
-            if scratch_pk is not None:
-                _drop(scratch_pk)  # no longer held: do not keep its rows either
-            raise
-        held[key] = (scratch.pk, seq)
-        while len(held) > HELD_PROJECTIONS:
-            _drop(held.pop(next(iter(held)))[0])
-        return _window(scratch)
+@dataclass
+class Held:
+    """A scratch database holding one conversation's projection after event `seq`."""
+
+    database: BaseDatabaseWrapper
+    scratch: Conversation
+    seq: int
+
+    @property
+    def size(self) -> int:
+        """Bytes of its pages (what it holds in memory)."""
+        with self.database.cursor() as cursor:
+            cursor.execute("PRAGMA page_count")
+            pages = cursor.fetchone()[0]
+            cursor.execute("PRAGMA page_size")
+            return pages * cursor.fetchone()[0]
+
+    def close(self) -> None:
+        _close_database(self.database)
 
 
-def _drop(scratch_pk) -> None:
-    """Delete a scratch conversation and its rows (in the scratch database)."""
-    Conversation.objects.filter(pk=scratch_pk).delete()
+class Kept:
+    """The states kept for moments, shared by the process's threads: checkpoints
+    (compressed file images) and scratch databases held as they are, least recently
+    used first, at most `budget` bytes in all. A held database is taken out while a
+    moment uses it: one thread at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (key, seq, is_held) -> (bytes | Held, size)
+        self._entries: OrderedDict[tuple[Key, int, bool], tuple[bytes | Held, int]] = OrderedDict()
+        self.size = 0
+        # Per real database: the empty schema's image (the state before event 1).
+        self._empty: dict[str, bytes] = {}
+
+    @property
+    def budget(self) -> int:
+        return int(settings.CHATUI_MOMENT_CACHE_MB * 1024 * 1024)
+
+    def seqs(self, conversation_pk: Any) -> list[tuple[int, int, bool]]:
+        """(rebuilds, seq, is_held) of what is kept for a conversation (tests, bench)."""
+        with self._lock:
+            return sorted((k[2], s, h) for k, s, h in self._entries if k[1] == conversation_pk)
+
+    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None, bool]:
+        """The nearest state at or before `seq`: a checkpoint's image (kept), or a held
+        database (taken out: give it back with `hold`), or (0, None) if none; and whether
+        a database is held beyond `seq` (someone is stepping back)."""
+        with self._lock:
+            going_back = any(
+                entry_key == key and held and entry_seq > seq
+                for entry_key, entry_seq, held in self._entries
+            )
+            best = max(
+                (
+                    (entry_seq, held)
+                    for entry_key, entry_seq, held in self._entries
+                    if entry_key == key and entry_seq <= seq
+                ),
+                default=None,
+            )
+            if best is None:
+                return 0, None, going_back
+            entry = (key, *best)
+            if best[1]:
+                value, size = self._entries.pop(entry)
+                self.size -= size
+            else:
+                value = self._entries[entry][0]
+                self._entries.move_to_end(entry)
+            return best[0], value, going_back
+
+    def has_checkpoint(self, key: Key, seq: int) -> bool:
+        with self._lock:
+            return (key, seq, False) in self._entries
+
+    def keep_checkpoint(self, key: Key, seq: int, image: bytes) -> None:
+        self._put((key, seq, False), image, len(image))
+
+    def hold(self, key: Key, held: Held) -> None:
+        self._put((key, held.seq, True), held, held.size)
+
+    def forget(self, conversation_pk: Any, *, except_rebuilds: int | None = None) -> None:
+        """Drop a conversation's states (all, or those of other rebuilds than one)."""
+        with self._lock:
+            doomed = [
+                entry
+                for entry in self._entries
+                if entry[0][1] == conversation_pk and entry[0][2] != except_rebuilds
+            ]
+            dropped = [self._drop(entry) for entry in doomed]
+        _close(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            dropped = [self._drop(entry) for entry in list(self._entries)]
+        _close(dropped)
+
+    def empty_image(self, real: BaseDatabaseWrapper) -> bytes:
+        """The image of a scratch database with `real`'s schema and nothing in it (made
+        once per process and database: the schema changes only with a migration, which
+        restarts the server)."""
+        name = real.settings_dict["NAME"]
+        image = self._empty.get(name)
+        if image is None:
+            image = self._empty[name] = _empty_schema_image(real)
+        return image
+
+    def _put(self, entry: tuple[Key, int, bool], value: bytes | Held, size: int) -> None:
+        dropped = []
+        with self._lock:
+            if entry in self._entries:
+                dropped.append(self._drop(entry))
+            self._entries[entry] = (value, size)
+            self.size += size
+            if entry[2]:  # a conversation's databases held beyond HELD_PER_CONVERSATION
+                held = [e for e in self._entries if e[0] == entry[0] and e[2]]
+                dropped += [self._drop(e) for e in held[:-HELD_PER_CONVERSATION]]
+            # The cheapest to make again goes first: what is not compressed (a held
+            # database, a checkpoint near a step back) is at most CHECKPOINT_EVERY
+            # events past a compressed checkpoint, which may stand for the whole prefix.
+            # What was just put goes last (the next step starts from it).
+            for doomed in (self._uncompressed, self._compressed):
+                for old in [other for other in doomed() if other != entry]:
+                    if self.size <= self.budget:
+                        break
+                    dropped.append(self._drop(old))
+            if self.size > self.budget:  # too big to keep even alone
+                dropped.append(self._drop(entry))
+        _close(dropped)
+
+    def _uncompressed(self) -> Iterator[tuple[Key, int, bool]]:
+        """Under the lock: least recently used first."""
+        for entry, (value, _size) in self._entries.items():
+            if isinstance(value, Held) or value.startswith(SQLITE_HEADER):
+                yield entry
+
+    def _compressed(self) -> Iterator[tuple[Key, int, bool]]:
+        for entry, (value, _size) in self._entries.items():
+            if isinstance(value, bytes) and not value.startswith(SQLITE_HEADER):
+                yield entry
+
+    def _drop(self, entry: tuple[Key, int, bool]) -> bytes | Held:
+        """Under the lock."""
+        value, size = self._entries.pop(entry)
+        self.size -= size
+        return value
 
 
-def _held() -> dict:
-    """This thread's {(database, conversation pk): (scratch conversation pk, seq)},
-    least recently used first."""
-    if not hasattr(_scratch, "held"):
-        _scratch.held = {}
-    return _scratch.held
+def _close(values: list[bytes | Held]) -> None:
+    for value in values:
+        if isinstance(value, Held):
+            value.close()
 
 
-_scratch = threading.local()
+kept = Kept()
+
+
+def _forget_deleted(sender: type[Conversation], instance: Conversation, **kwargs: Any) -> None:
+    kept.forget(instance.pk)
+
+
+# A deleted conversation's moments are not kept in memory (its pk is never asked again).
+post_delete.connect(_forget_deleted, sender=Conversation, dispatch_uid="chatui.replay.forget")
+
+
+def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message], bool, str, int]:
+    """The window after event `seq`, projected forward from the nearest kept state; the
+    state reached is held for the next step, checkpoints are kept on the way."""
+    real = connections[DEFAULT_DB_ALIAS]
+    key = (real.settings_dict["NAME"], conversation.pk, conversation.rebuilds)
+    kept.forget(conversation.pk, except_rebuilds=conversation.rebuilds)
+    start, found, going_back = kept.take(key, seq)
+    if isinstance(found, Held):
+        held = found
+    else:
+        held = _restore(real, found if found is not None else kept.empty_image(real))
+        if found is None:
+            with _scratch_database(held.database):
+                held.scratch = _new_scratch(conversation)
+    try:
+        for segment_end, compress in _segments(key, start, seq, going_back):
+            events = list(
+                Event.objects.filter(
+                    conversation=conversation, seq__gt=held.seq, seq__lte=segment_end
+                ).order_by("seq")
+            )
+            with _scratch_database(held.database):
+                _project_kept(held, events)
+            held.seq = segment_end
+            if segment_end != seq:
+                kept.keep_checkpoint(key, segment_end, _image(held.database, compress))
+        with _scratch_database(held.database):
+            window = _window(held.scratch)
+    except BaseException:
+        held.close()  # no longer a known state: not kept
+        raise
+    kept.hold(key, held)
+    return (*window, start)
+
+
+def _segments(key: Key, start: int, seq: int, going_back: bool) -> list[tuple[int, bool]]:
+    """Where to stop on the way from `start` to `seq` to keep a checkpoint, and whether
+    to compress it: each multiple of CHECKPOINT_EVERY not kept yet (compressed: they
+    stay); going back, the last multiple of CHECKPOINT_NEAR before `seq` (as it is: the
+    next steps back restore it at once, and it goes first when memory is short). Then
+    `seq` itself; straight there when nothing may be kept."""
+    if kept.budget <= 0:
+        return [(seq, False)]
+    stops = dict.fromkeys(
+        range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY), True
+    )
+    near = (seq - 1) // CHECKPOINT_NEAR * CHECKPOINT_NEAR
+    if going_back and near > start and near not in stops:
+        stops[near] = False
+    wanted = [(n, compress) for n, compress in sorted(stops.items())]
+    return [(n, c) for n, c in wanted if not kept.has_checkpoint(key, n)] + [(seq, False)]
+
+
+def _next_multiple(after: int, step: int) -> int:
+    return (after // step + 1) * step
+
+
+def _project_kept(held: Held, events: list[Event]) -> None:
+    """Project `events` onto the held scratch conversation and commit them there."""
+    database = connections[DEFAULT_DB_ALIAS]
+    with transaction.atomic():
+        _project(held.scratch, events, empty=held.seq == 0)
+        # The projector tells the process which runs exist (`known_runs`) when its
+        # transaction commits: not for a scratch conversation, whose pk comes back
+        # with every state restored from one image, before or after a run's start.
+        database.run_on_commit.clear()
+
+
+#: How an image of a database begins (one that does not is compressed).
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _image(database: BaseDatabaseWrapper, compress: bool = True) -> bytes:
+    image = database.connection.serialize()
+    return zlib.compress(image, 1) if compress else image
+
+
+def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
+    """A new private in-memory database holding `image`."""
+    _map_big_blocks()
+    options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
+    database = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
+    # Held between requests, which daphne serves on threads of their own.
+    database.inc_thread_sharing()
+    database.ensure_connection()
+    if not image.startswith(SQLITE_HEADER):
+        image = zlib.decompress(image)
+    database.connection.deserialize(image)
+    with database.cursor() as cursor:
+        # Only the projection lives here: the owner row and the like need not exist.
+        cursor.execute("PRAGMA foreign_keys = OFF")
+    held = Held(database, scratch=None, seq=0)  # type: ignore[arg-type]
+    with _scratch_database(database):
+        held.scratch = Conversation.objects.first()
+        if held.scratch is not None:
+            held.seq = held.scratch.last_seq
+    return held
+
+
+#: Blocks from this size up are mapped from the system and given back when freed.
+MMAP_THRESHOLD = 1024 * 1024
+_mapping_fixed = False
+
+
+def _map_big_blocks() -> None:
+    """Keep glibc's malloc giving big blocks back when they are freed. By default it
+    raises its mmap threshold to the size of each mapped block freed, so after the
+    first ~15 MB image every later one came from the heap, whose holes it rarely
+    returns: RSS grew ~3 MB a step back at 50,000 events with what is kept at its
+    budget, and stays flat with the threshold fixed (docs/PERFORMANCE.md). Fixing it
+    for the process changes nothing else measurable (a block ≥ 1 MB is rare there)."""
+    global _mapping_fixed
+    if _mapping_fixed:
+        return
+    _mapping_fixed = True
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):  # not glibc
+        return
+    M_MMAP_THRESHOLD = -3
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
+def _close_database(database: BaseDatabaseWrapper) -> None:
+    """Free an in-memory database now. (Django's `close()` leaves an in-memory SQLite
+    database open, lest its data be lost; the wrapper's reference cycles would keep
+    its pages until the collector's next full pass: +5–14 MB RSS a step.)"""
+    if database.connection is not None:
+        database.connection.close()
+        database.connection = None
 
 
 @contextmanager
-def _scratch_database() -> Iterator[None]:
-    """While the block runs, this thread's default connection is a private in-memory
-    SQLite database with the real one's schema."""
+def _scratch_database(scratch: BaseDatabaseWrapper) -> Iterator[None]:
+    """While the block runs, this thread's default connection is `scratch`."""
     real = connections[DEFAULT_DB_ALIAS]
-    scratch = _scratch_for(real)
     connections[DEFAULT_DB_ALIAS] = scratch
     try:
         yield
@@ -179,13 +528,9 @@ def _scratch_database() -> Iterator[None]:
         connections[DEFAULT_DB_ALIAS] = real
 
 
-def _scratch_for(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
-    """This thread's in-memory copy of `real`'s schema (made once per thread and
-    database: the schema changes only with a migration, which restarts the server)."""
-    name = real.settings_dict["NAME"]
-    cached = getattr(_scratch, "databases", {}).get(name)
-    if cached is not None:
-        return cached
+def _empty_schema_image(real: BaseDatabaseWrapper) -> bytes:
+    """An image of an in-memory database with `real`'s schema: its search table one
+    that keeps nothing (the projector indexes what it writes; a moment never searches)."""
     with real.cursor() as cursor:
         cursor.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
@@ -195,14 +540,23 @@ def _scratch_for(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
     options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
     scratch = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
     virtual = [item for _kind, item, sql in schema if sql.upper().startswith("CREATE VIRTUAL")]
-    with scratch.cursor() as cursor:
-        # Only the projection lives here: the owner row and the like need not exist.
-        cursor.execute("PRAGMA foreign_keys = OFF")
-        for _kind, item, sql in schema:
-            if not any(item.startswith(table + "_") for table in virtual):  # FTS5 makes those
-                cursor.execute(sql)
-    _scratch.databases = {**getattr(_scratch, "databases", {}), name: scratch}
-    return scratch
+    try:
+        with scratch.cursor() as cursor:
+            for _kind, item, sql in schema:
+                if any(item.startswith(table + "_") for table in virtual):
+                    continue  # FTS5 makes those
+                if item == "chatui_message_search":
+                    cursor.execute("CREATE TABLE chatui_message_search (document TEXT)")
+                    cursor.execute(
+                        "CREATE TRIGGER chatui_message_search_discard AFTER INSERT ON "
+                        "chatui_message_search BEGIN DELETE FROM chatui_message_search "
+                        "WHERE rowid = new.rowid; END"
+                    )
+                else:
+                    cursor.execute(sql)
+        return zlib.compress(scratch.connection.serialize(), 1)
+    finally:
+        _close_database(scratch)
 
 
 def _use_real_ids(conversation: Conversation, messages: list[Message]) -> None:

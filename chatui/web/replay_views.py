@@ -31,13 +31,30 @@ def _seq_or_error(conversation: Conversation, raw: str) -> int | JsonResponse:
     return seq
 
 
+def _busy(busy: replay.Busy) -> HttpResponse:
+    """Every slot for projecting moments is taken (chatui.read.replay.moment_slot): a clear
+    503 that says when to come back, not a request queued behind the others."""
+    response = JsonResponse(
+        {
+            "error": "time travel is busy projecting other moments; try again shortly",
+            "retry_after": busy.retry_after,
+        },
+        status=503,
+    )
+    response["Retry-After"] = str(busy.retry_after)
+    return response
+
+
 def time_travel_page(request: HttpRequest, conversation: Conversation, raw: str) -> HttpResponse:
     """`/c/{id}/?at=N`: the conversation page as it stood after event N (the caller,
     the conversation page, has checked access)."""
     seq = _seq_or_error(conversation, raw)
     if isinstance(seq, JsonResponse):
         return seq
-    at = replay.moment(conversation, seq)
+    try:
+        at = replay.moment(conversation, seq)
+    except replay.Busy as busy:
+        return _busy(busy)
     return render(request, "chatui/time_travel.html", replay.transcript_context(conversation, at))
 
 
@@ -49,7 +66,10 @@ def moment_fragment(request: HttpRequest, conversation_id, at: str) -> HttpRespo
     seq = _seq_or_error(conversation, at)
     if isinstance(seq, JsonResponse):
         return seq
-    moment = replay.moment(conversation, seq)
+    try:
+        moment = replay.moment(conversation, seq)
+    except replay.Busy as busy:
+        return _busy(busy)
     context = replay.transcript_context(conversation, moment)
     return render(request, "chatui/_moment.html#fragment", context)
 
@@ -62,6 +82,10 @@ def replay_page(request: HttpRequest, conversation_id) -> HttpResponse:
     seq = _seq_or_error(conversation, request.GET.get("at", "0"))
     if isinstance(seq, JsonResponse):
         return seq
-    context = replay.transcript_context(conversation, replay.moment(conversation, seq))
+    try:
+        at = replay.moment(conversation, seq)
+    except replay.Busy as busy:
+        return _busy(busy)
+    context = replay.transcript_context(conversation, at)
     context["timeline"] = replay.timeline(conversation)
     return render(request, "chatui/replay.html", context)
