@@ -18,7 +18,7 @@ def _viewable(request: HttpRequest, conversation_id) -> Conversation:
     return pages.viewable_or_404(request.user, conversation_id)
 
 
-def _seq_or_error(conversation: Conversation, raw: str) -> int | JsonResponse:
+def seq_or_error(conversation: Conversation, raw: str) -> int | JsonResponse:
     """`at` is an event's seq: 0 (before the first event) up to the last one."""
     seq = parse_seq(raw)
     if seq is None:
@@ -31,7 +31,7 @@ def _seq_or_error(conversation: Conversation, raw: str) -> int | JsonResponse:
     return seq
 
 
-def _busy(busy: replay.Busy) -> HttpResponse:
+def busy_answer(busy: replay.Busy) -> HttpResponse:
     """Every slot for projecting moments is taken (chatui.read.replay.moment_slot): a clear
     503 that says when to come back, not a request queued behind the others."""
     response = JsonResponse(
@@ -45,16 +45,24 @@ def _busy(busy: replay.Busy) -> HttpResponse:
     return response
 
 
-def time_travel_page(request: HttpRequest, conversation: Conversation, raw: str) -> HttpResponse:
-    """`/c/{id}/?at=N`: the conversation page as it stood after event N (the caller,
-    the conversation page, has checked access)."""
-    seq = _seq_or_error(conversation, raw)
+def moment_or_answer(conversation: Conversation, raw: str) -> replay.Moment | HttpResponse:
+    """The moment after event `raw`, or the answer instead: a 400 naming what is wrong
+    with `at`, or the 503 when every slot for projecting moments is taken."""
+    seq = seq_or_error(conversation, raw)
     if isinstance(seq, JsonResponse):
         return seq
     try:
-        at = replay.moment(conversation, seq)
+        return replay.moment(conversation, seq)
     except replay.Busy as busy:
-        return _busy(busy)
+        return busy_answer(busy)
+
+
+def time_travel_page(request: HttpRequest, conversation: Conversation, raw: str) -> HttpResponse:
+    """`/c/{id}/?at=N`: the conversation page as it stood after event N (the caller,
+    the conversation page, has checked access)."""
+    at = moment_or_answer(conversation, raw)
+    if isinstance(at, HttpResponse):
+        return at
     return render(request, "chatui/time_travel.html", replay.transcript_context(conversation, at))
 
 
@@ -63,13 +71,9 @@ def time_travel_page(request: HttpRequest, conversation: Conversation, raw: str)
 def moment_fragment(request: HttpRequest, conversation_id, at: str) -> HttpResponse:
     """The #transcript element as of event `at`, and its label (out of band)."""
     conversation = _viewable(request, conversation_id)
-    seq = _seq_or_error(conversation, at)
-    if isinstance(seq, JsonResponse):
-        return seq
-    try:
-        moment = replay.moment(conversation, seq)
-    except replay.Busy as busy:
-        return _busy(busy)
+    moment = moment_or_answer(conversation, at)
+    if isinstance(moment, HttpResponse):
+        return moment
     context = replay.transcript_context(conversation, moment)
     return render(request, "chatui/_moment.html#fragment", context)
 
@@ -79,13 +83,9 @@ def moment_fragment(request: HttpRequest, conversation_id, at: str) -> HttpRespo
 def replay_page(request: HttpRequest, conversation_id) -> HttpResponse:
     """The player, paused before the first event (or at `?at=N`)."""
     conversation = _viewable(request, conversation_id)
-    seq = _seq_or_error(conversation, request.GET.get("at", "0"))
-    if isinstance(seq, JsonResponse):
-        return seq
-    try:
-        at = replay.moment(conversation, seq)
-    except replay.Busy as busy:
-        return _busy(busy)
+    at = moment_or_answer(conversation, request.GET.get("at", "0"))
+    if isinstance(at, HttpResponse):
+        return at
     context = replay.transcript_context(conversation, at)
     context["timeline"] = replay.timeline(conversation)
     return render(request, "chatui/replay.html", context)

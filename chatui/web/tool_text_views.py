@@ -26,7 +26,7 @@ from chatui.read import pages, presenters, replay
 from chatui.read.display import MASKED
 from chatui.read.reveal import SHOW_INVISIBLE
 
-from .replay_views import _seq_or_error as seq_or_error  # the same 400s as the page
+from .replay_views import busy_answer, seq_or_error  # the same 400s and 503 as the page
 
 #: What each part is called on its own page.
 PART_NAMES = {"output": "full output", "details": "details", "args": "arguments"}
@@ -42,7 +42,10 @@ def tool_text(request: HttpRequest, conversation_id, message_pk: str, part: str)
         at = seq_or_error(conversation, request.GET["at"])
         if isinstance(at, JsonResponse):
             return at
-    message = _tool_message(conversation, int(message_pk), at)
+    try:
+        message = _tool_message(conversation, int(message_pk), at)
+    except replay.Busy as busy:
+        return busy_answer(busy)
     # The admin's audit page marks invisible characters (chatui.read.reveal); a view of the
     # text only, masked all the same.
     display = SHOW_INVISIBLE if request.GET.get("invisible") else MASKED
