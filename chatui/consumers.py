@@ -15,10 +15,13 @@ CHATUI_MAX_SOCKETS_PER_USER sockets in this process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections import Counter
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -64,6 +67,40 @@ class HeldText:
         return frames.marker(self.first_seq, self.last_seq) + "".join(self.bodies)
 
 
+#: A consumer whose cancellation was swallowed is cancelled again this often, at most
+#: this many times (see `ending_when_cancelled`).
+RECANCEL_SECONDS = 0.2
+RECANCEL_ROUNDS = 50
+
+
+async def ending_when_cancelled(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` in a task of its own that ends when this one is cancelled.
+
+    On the Redis layer a cancellation can be swallowed: redis-py sends each command
+    through `asyncio.wait_for`, which on Python 3.11 returns the result instead of
+    raising when the task is cancelled just as the send completes, and channels-redis's
+    receive then goes on with its next blocking read, for ever. A consumer cancelled by
+    daphne (its close timeout, shutdown) or by `asyncio.run`'s teardown then never
+    ended: a leaked task in a server, a hung test run (tests/cluster/
+    test_consumer_cancellation.py). So a cancellation is passed on until the work has
+    ended; the next one reaches it inside Redis' blocking read, where it is honoured."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        for _ in range(RECANCEL_ROUNDS):
+            if task.done():
+                break
+            task.cancel()
+            # Cancelled again meanwhile: this task ends by raising anyway.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+        else:
+            logger.error("a consumer ignored %d cancellations: %r", RECANCEL_ROUNDS, task)
+        raise
+    task.result()
+
+
 class TranscriptConsumer(AsyncWebsocketConsumer):
     conversation_id: str
     last_sent_seq: int
@@ -80,6 +117,9 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.flushing: set[asyncio.Task] = set()
 
     async def __call__(self, scope, receive, send) -> None:
+        await ending_when_cancelled(self._serve(scope, receive, send))
+
+    async def _serve(self, scope, receive, send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:

@@ -36,7 +36,6 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from channels.security.websocket import WebsocketDenier
 from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
 from django.http import HttpRequest
@@ -471,7 +470,17 @@ class SameOriginValidator:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if origin_allowed(scope):
             return await self.app(scope, receive, send)
-        return await WebsocketDenier()(scope, receive, send)
+        return await refuse_handshake(scope, receive, send)
+
+
+async def refuse_handshake(scope: Scope, receive: Receive, send: Send) -> None:
+    """HTTP 403 for the handshake, as Channels' WebsocketDenier answers, without what
+    that consumer also starts: a channel-layer receive, on Redis a blocking read per
+    refused socket (and one that could swallow its cancellation:
+    chatui.consumers.ending_when_cancelled)."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close"})
 
 
 def origin_allowed(scope: Scope) -> bool:

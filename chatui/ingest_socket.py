@@ -76,6 +76,11 @@ class Pending:
 class IngestConsumer(AsyncWebsocketConsumer):
     """A thin adapter from socket messages to `ingest` (see the module docstring)."""
 
+    # No channel layer: nothing is sent to this socket through one, and on Redis each
+    # socket would hold a blocking receive that needs Redis up (and can swallow a
+    # cancellation: chatui.consumers.ending_when_cancelled).
+    channel_layer_alias = None
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.conversation = None
