@@ -25,6 +25,7 @@ from django.template.loader import render_to_string
 from . import listing, selectors
 from .frames import change_frame
 from .ingest import events_ingested
+from .layer_health import HEALTH, layer_errors
 from .models import Conversation
 from .projection import ChangeSet
 from .writer import calling_loop, on_writer
@@ -179,7 +180,14 @@ def send_to_group(group: str, message: dict) -> None:
     before this returns."""
     loop = calling_loop()
     if loop is None:
-        async_to_sync(get_channel_layer().group_send)(group, message)
+        try:
+            async_to_sync(get_channel_layer().group_send)(group, message)
+        except layer_errors() as error:
+            # A best-effort fast path: the event is committed, viewers resume by seq.
+            HEALTH.lost(error)
+            HEALTH.dropped += 1
+        else:
+            HEALTH.back()
     else:
         outbox_of(loop).put(group, message)
 
@@ -233,10 +241,19 @@ class Outbox:
 
     async def _drain(self) -> None:
         layer = get_channel_layer()
+        errors = layer_errors()
         while (taken := self._take_next()) is not None:
             group, message = taken
+            if HEALTH.is_down():
+                # Not even tried: each send would wait for a refused connection, and the
+                # viewers' sockets are being closed for resume (chatui.layer_health).
+                HEALTH.dropped += 1
+                continue
             try:
                 await layer.group_send(group, message)
+            except errors as error:
+                HEALTH.lost(error)  # one line for the outage, not a traceback per frame
+                HEALTH.dropped += 1
             except Exception:
                 logger.exception("could not send a frame to %s", group)
 

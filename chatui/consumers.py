@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import weakref
 from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -31,11 +32,15 @@ from django.conf import settings
 from . import frames, selectors
 from .broadcast import group_name, rows_group
 from .events import parse_seq
+from .layer_health import HEALTH, layer_errors
 from .models import Conversation
 from .revocation import session_group, session_user, user_group
 
 logger = logging.getLogger(__name__)
 
+# The channel layer (Redis) is unreachable, or was: the page reconnects on this code
+# and resumes from its last seq (what was sent meanwhile is in the event log).
+CLOSE_TRY_AGAIN = 1013
 CLOSE_NO_INPUT = 4400
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -43,6 +48,8 @@ CLOSE_TOO_MANY_SOCKETS = 4429
 
 #: Accepted sockets per user pk, in this process (CHATUI_MAX_SOCKETS_PER_USER).
 open_sockets: Counter = Counter()
+#: Every viewer's consumer running in this process, to close when the layer is lost.
+running: weakref.WeakSet[TranscriptConsumer] = weakref.WeakSet()
 
 # A runtime posting one request per token makes a frame per token, and a page applies
 # each frame as one swap: at ~120 tokens/s Chromium on a 2-core machine fell a second
@@ -115,14 +122,26 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.text_sent_at = float("-inf")  # loop time of the last streamed-text frame
         self.held_flush: asyncio.TimerHandle | None = None
         self.flushing: set[asyncio.Task] = set()
+        self.accepted = False
 
     async def __call__(self, scope, receive, send) -> None:
         await ending_when_cancelled(self._serve(scope, receive, send))
 
     async def _serve(self, scope, receive, send) -> None:
+        self.loop = asyncio.get_running_loop()
+        running.add(self)
+        HEALTH.watch_while(lambda: bool(running))
         try:
             await super().__call__(scope, receive, send)
+        except layer_errors() as error:
+            # The layer failed under this socket (its receive, or a group join while
+            # connecting): one log line for the outage (chatui.layer_health), and a
+            # close the page reconnects on, instead of daphne's 500 or 1011 and a
+            # traceback per socket.
+            HEALTH.lost(error)
+            await self._close_for_resume()
         finally:
+            running.discard(self)
             # Also when daphne cancels the consumer without a disconnect message:
             # the socket count must never leak.
             self._stop_watching()
@@ -226,6 +245,19 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if verdict:
             await self._end(verdict)
 
+    async def accept(self, subprotocol=None, headers=None) -> None:
+        await super().accept(subprotocol, headers)
+        self.accepted = True
+
+    async def _close_for_resume(self) -> None:
+        """Close with CLOSE_TRY_AGAIN, accepting first if the handshake is still open
+        (browsers only see a code after it): the page reconnects with its last seq."""
+        if self.ended:
+            return
+        if not self.accepted:
+            await self.accept()
+        await self._end(CLOSE_TRY_AGAIN)
+
     async def _send_frame(self, last_seq: int, html: str) -> None:
         self.last_sent_seq = max(self.last_sent_seq, last_seq)
         await self.send(text_data=html)
@@ -244,7 +276,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         """Check access and take a socket slot, then join `group` and accept; or accept
         and close with the refusal's code (False). The user's and the session's
         revocation groups are joined before authorising: a revocation committed
-        meanwhile queues behind this connect instead of being missed."""
+        meanwhile queues behind this connect instead of being missed.
+
+        While the layer is known to be down the handshake is answered at once, without
+        Redis or the database: the page retries within a second or so."""
+        if HEALTH.is_down():
+            await self._close_for_resume()
+            return False
         if user.is_authenticated:
             await self._join(user_group(user.pk))
             if self._session_key():
@@ -310,7 +348,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
 
     async def _leave_groups(self) -> None:
         while self.joined:
-            await self.channel_layer.group_discard(self.joined.pop(), self.channel_name)
+            group = self.joined.pop()
+            if HEALTH.is_down():
+                continue  # nothing to leave: Redis comes back without them, or they expire
+            try:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            except layer_errors() as error:
+                HEALTH.lost(error)
 
     def _drop_held(self) -> None:
         """Closing: held streamed text is not sent (the page resumes by seq)."""
@@ -368,3 +412,24 @@ class ConversationListConsumer(TranscriptConsumer):
         if user is None or not user.is_authenticated or not user.is_active:
             return CLOSE_FORBIDDEN
         return None if user.pk == self.reader_pk else CLOSE_FORBIDDEN
+
+
+def close_every_socket_for_resume() -> None:
+    """The layer is lost: every viewer's socket in this process is closed with
+    CLOSE_TRY_AGAIN. The frames sent meanwhile are gone, and a Redis that restarts
+    comes back without the sockets' group memberships: a socket left open would stay
+    silent. Reconnecting, the page gets what it missed from the event log."""
+    for consumer in list(running):
+        if not consumer.ended and consumer.accepted:
+            # From the consumer's own loop (the failure may be noticed on another thread).
+            consumer.loop.call_soon_threadsafe(_start_closing, consumer)
+
+
+def _start_closing(consumer: TranscriptConsumer) -> None:
+    task = asyncio.ensure_future(consumer._close_for_resume())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+_closing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
+HEALTH.on_lost(close_every_socket_for_resume)

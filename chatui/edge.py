@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
 from django.conf import settings
 from django.http import HttpRequest
 from django.http.request import split_domain_port, validate_host
@@ -448,6 +449,30 @@ def guard_daphne(direct: Direct | None = None) -> None:
     if server_module is not None:
         GuardedHTTPFactory.direct = staticmethod(direct) if direct is not None else None
         server_module.HTTPFactory = GuardedHTTPFactory
+        server_module.WebSocketFactory = ServerCodesWebSocketFactory
+
+
+#: Close codes RFC 6455 gives a server for "come back": internal error, service restart,
+#: try again later. The htmx ws extension reconnects on these (and on 1006).
+SERVER_CLOSE_CODES = frozenset({1011, 1012, 1013})
+
+
+class ServerCodesWebSocketProtocol(WebSocketProtocol):
+    """daphne's WebSocket protocol, letting the application close with 1011–1013.
+
+    Autobahn's `sendClose` accepts only 1000 and 3000–4999 from an application, so a
+    consumer could not say "try again later" (1013) when the channel layer is down:
+    the page would get a code it does not reconnect on (chatui.consumers)."""
+
+    def serverClose(self, code: int | None = None) -> None:
+        if code in SERVER_CLOSE_CODES:
+            self.sendCloseFrame(code=code)
+        else:
+            super().serverClose(code=code)
+
+
+class ServerCodesWebSocketFactory(WebSocketFactory):
+    protocol = ServerCodesWebSocketProtocol
 
 
 # -- WebSockets: same origin only --------------------------------------------------------
