@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -66,10 +67,11 @@ class LayerHealth:
         self.dropped = 0
         self.outages += 1
         logger.warning(
-            "channel layer unreachable (%s: %s): live frames paused; viewers' sockets are "
-            "closed with 1013 and resume from the event log when it is back",
+            "channel layer unreachable (%s: %s) in process %d: live frames paused; viewers' "
+            "sockets are closed with 1013 and resume from the event log when it is back",
             type(error).__name__,
             error,
+            os.getpid(),
         )
         self._tell_lost()
         try:
@@ -93,8 +95,9 @@ class LayerHealth:
         away = time.monotonic() - self.down_since
         self.down_since = None
         logger.warning(
-            "channel layer reachable again after %.1f s (%d live frames not sent; "
-            "viewers resume from the event log)",
+            "channel layer reachable again in process %d after %.1f s (%d live frames not "
+            "sent; viewers resume from the event log)",
+            os.getpid(),
             away,
             self.dropped,
         )
@@ -105,6 +108,7 @@ class LayerHealth:
             await asyncio.sleep(PROBE_SECONDS)
             try:
                 await ping(get_channel_layer())
+                await drop_idle_connections(get_channel_layer())
             except errors:
                 continue
             finally:
@@ -157,6 +161,16 @@ async def ping(layer) -> None:
     connection = getattr(layer, "connection", None)
     if connection is not None:
         await connection(0).ping()
+
+
+async def drop_idle_connections(layer) -> None:
+    """Redis is back: its pool's idle connections are to the Redis that went away, and
+    each would fail once when next used ("Connection closed by server"), each failure
+    another "unreachable" — a restart seen as a dozen short outages, every one closing
+    the sockets. Closed here, they reconnect when next used."""
+    connection = getattr(layer, "connection", None)
+    if connection is not None:
+        await connection(0).connection_pool.disconnect(inuse_connections=False)
 
 
 HEALTH = LayerHealth()
