@@ -34,6 +34,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,23 +55,35 @@ from tests.support.live import (  # noqa: E402
     LiveServer,
     create_postgres_database,
     drop_created_databases,
-    free_port,
 )
 
 MARKER = re.compile(r"^\s*<!--seq (\d+) (\d+)-->")
 RECONNECT_CODES = {1006, 1011, 1012, 1013}
-#: A viewer is current at t when it shows what its conversation had acknowledged by
-#: t - LAG (a frame takes a few ms; a batch in flight at t is not yet "the last seq").
-LAG = 0.5
 
 
 # -- Redis of our own -------------------------------------------------------------------
 
 
+def port_below_ephemeral_range() -> int:
+    """A free port below Linux's ephemeral range (32768–60999). One in it can be taken,
+    while Redis is stopped, as the source port of an outgoing connection — a client
+    connecting to it can even connect to itself — and Redis cannot start there again
+    (scripts/cluster/services.sh)."""
+    for _ in range(1000):
+        port = random.randint(20000, 32000)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port between 20000 and 32000")
+
+
 class OwnRedis:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.port = free_port()
+        self.port = port_below_ephemeral_range()
 
     @property
     def url(self) -> str:
@@ -254,26 +267,34 @@ async def write(
 # -- figures ----------------------------------------------------------------------------
 
 
-STEP = 0.05  # seconds between the moments a viewer is checked
-
-
 def last_at(timeline: list[tuple[float, int]], moment: float) -> int:
     """The highest seq in a time-sorted (time, seq) timeline by `moment`."""
     index = bisect.bisect_right(timeline, (moment, float("inf")))
     return max((seq for _, seq in timeline[:index]), default=0)
 
 
-def stale_for(viewer: Viewer, acked: list[tuple[float, int]], since: float, until: float) -> float:
-    """How long after `since` the viewer was last behind: the end of its last moment in
-    [since, until) not showing what its conversation had acknowledged LAG before. 0:
-    never behind."""
-    behind_until = 0.0
-    moment = since
-    while moment < until:
-        if last_at(viewer.seqs, moment) < last_at(acked, moment - LAG):
-            behind_until = moment + STEP - since
-        moment += STEP
-    return behind_until
+def catch_up(viewer: Viewer, acked: list[tuple[float, int]], since: float, until: float):
+    """Seconds from `since` until the viewer shows the last seq its conversation had
+    acknowledged at `since` (None: not by `until`)."""
+    target = last_at(acked, since)
+    for when, seq in viewer.seqs:
+        if seq >= target:
+            return max(0.0, when - since)
+        if when > until:
+            break
+    return None
+
+
+def frame_delays(viewers: list[Viewer], acked: dict[str, list[tuple[float, int]]]) -> list[float]:
+    """For each seq a viewer was shown: how long after its acknowledgement (the lag)."""
+    delays = []
+    for viewer in viewers:
+        timeline = acked.get(viewer.conversation, [])
+        seqs_at = {seq: when for when, seq in timeline}
+        for when, seq in viewer.seqs[1:]:
+            if seq in seqs_at:
+                delays.append(max(0.0, when - seqs_at[seq]))
+    return delays
 
 
 def spread(values: list[float]) -> str:
@@ -330,6 +351,35 @@ class Result:
         )
 
 
+def cpu_by_kind(redis_port: int) -> dict[str, float]:
+    """CPU seconds so far of the processes on this machine, by what they are: the web
+    processes, the run worker, Redis (ours), PostgreSQL (all of it, shared with others)
+    and this script. A process that ended meanwhile (the killed one) is not counted."""
+    used: dict[str, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            pid = int(stat.parent.name)
+            if pid == os.getpid():
+                kind = "bench client"
+            elif "daphne" in cmdline and "--fd" in cmdline:
+                kind = "web"
+            elif "run_worker" in cmdline:
+                kind = "run worker"
+            elif "redis-server" in cmdline and f":{redis_port}" in cmdline:
+                kind = "redis"
+            elif cmdline.startswith("postgres") or "/postgres " in cmdline:
+                kind = "postgres"
+            else:
+                continue
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            used[kind] = used.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return used
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
 def cpu_busy() -> tuple[float, float]:
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     values = [float(v) for v in fields]
@@ -384,6 +434,7 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
         for _ in range(writers_per_conversation)
     ]
     idle0, total0 = cpu_busy()
+    cpu0, wall0 = cpu_by_kind(redis.port), time.monotonic()
     victim = cluster.web_pid(1)
     process_back_after = None
     moments: dict[str, float] = {}
@@ -408,6 +459,8 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
     end = tally.now()
     stop.set()
     idle1, total1 = cpu_busy()
+    cpu1, wall = cpu_by_kind(redis.port), time.monotonic() - wall0
+    cores = {kind: (cpu1[kind] - cpu0.get(kind, 0.0)) / wall for kind in cpu1}
     for task in tasks:
         task.cancel()
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
@@ -417,25 +470,27 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
     await client.aclose()
     await asyncio.sleep(1)  # the last acknowledged writes are committed before the count
 
-    # Each fault's window runs until the next fault (or the end): how long after the
-    # fault, and after its end (the process answering again, Redis back), each viewer
-    # was last behind. Still behind at the window's end: "never".
+    # From each fault, and from its end (the process answering again, Redis back): how
+    # long until each viewer shows the last seq acknowledged at that moment.
     kill, back = moments.get("kill", end), moments.get("process back", end)
     redis_stop, redis_start = moments.get("redis stop", end), moments.get("redis start", end)
     windows = {
-        "from the kill": (kill, redis_stop),
-        "from the killed process answering again": (back, redis_stop),
-        "from Redis' stop": (redis_stop, end),
-        "from Redis' return": (redis_start, end),
+        "from the kill": kill,
+        "from the killed process answering again": back,
+        "from Redis' stop": redis_stop,
+        "from Redis' return": redis_start,
     }
     acked = {c: sorted(seqs) for c, seqs in tally.acked_seqs.items()}
     recovery: dict[str, list[float]] = {}
     never: dict[str, int] = {}
-    for label, (since, until) in windows.items():
-        until = min(until, since + 60)
-        times = [stale_for(v, acked.get(v.conversation, []), since, until) for v in viewers]
-        never[label] = sum(1 for t in times if t > 0 and t >= until - since - STEP)
-        recovery[label] = times
+    for label, since in windows.items():
+        if since >= end:
+            continue
+        times = [catch_up(v, acked.get(v.conversation, []), since, end) for v in viewers]
+        never[label] = sum(1 for t in times if t is None)
+        recovery[label] = [t for t in times if t is not None]
+    recovery["lag of every frame shown (acknowledged → shown)"] = frame_delays(viewers, acked)
+    never["lag of every frame shown (acknowledged → shown)"] = 0
     log = cluster.log()
     busy = 1 - (idle1 - idle0) / max(1.0, total1 - total0)
     return Result(
@@ -452,7 +507,8 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
             "came back empty": log.count("came back empty"),
         },
         process_back_after=process_back_after,
-        cpu=f"machine CPU busy {busy:.0%} over the run (2 cores, shared), load {loadavg()}",
+        cpu=f"machine CPU busy {busy:.0%} over the run (2 cores, shared), load {loadavg()}; "
+        "cores used: " + ", ".join(f"{kind} {used:.2f}" for kind, used in sorted(cores.items())),
     )
 
 

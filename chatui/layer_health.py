@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
 import uuid
@@ -47,6 +48,7 @@ class LayerHealth:
         self.down_since: float | None = None
         self.dropped = 0  # frames not sent while down
         self.outages = 0
+        self.pool_full_said = -math.inf
         self._probe: asyncio.Task | None = None
         self._lost_listeners: list[Callable[[], None]] = []
         self._watch: asyncio.Task | None = None
@@ -62,6 +64,14 @@ class LayerHealth:
     def lost(self, error: BaseException) -> None:
         """A call to the layer failed with `error` (one of `layer_errors()`)."""
         if self.down_since is not None:
+            return
+        if type(error).__name__ == "MaxConnectionsError":
+            # This process's pool is full, Redis is fine: not an outage (the caller's
+            # socket is closed for resume, its frame dropped). Said once a minute.
+            now = time.monotonic()
+            if now - self.pool_full_said > 60:
+                self.pool_full_said = now
+                logger.warning("channel layer: %s in process %d", error, os.getpid())
             return
         self.down_since = time.monotonic()
         self.dropped = 0

@@ -15,52 +15,17 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from bench.cluster_faults import OwnRedis
 from tests.cluster.conftest import FRAME_MARKER, viewer
-from tests.support.live import LiveServer, free_port
+from tests.support.live import LiveServer
 
 #: Close codes the htmx ws extension reconnects on (its onclose).
 RECONNECTED_ON = {1006, 1011, 1012, 1013}
 PATIENCE = 30.0
-
-
-class OwnRedis:
-    """A redis-server of this test's own, stopped and started at will."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.port = free_port()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def answers(self) -> bool:
-        ping = ["redis-cli", "-p", str(self.port), "ping"]
-        return subprocess.run(ping, capture_output=True, text=True).stdout.strip() == "PONG"
-
-    def start(self) -> None:
-        options = {"port": self.port, "bind": "127.0.0.1", "save": "", "appendonly": "no"}
-        options |= {"daemonize": "yes", "dir": self.folder, "logfile": self.folder / "redis.log"}
-        words = [word for name, value in options.items() for word in (f"--{name}", str(value))]
-        subprocess.run(["redis-server", *words], check=True)
-        deadline = time.monotonic() + PATIENCE
-        while not self.answers():
-            assert time.monotonic() < deadline, "Redis did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        subprocess.run(
-            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True
-        )
-        deadline = time.monotonic() + PATIENCE
-        while self.answers():
-            assert time.monotonic() < deadline, "Redis did not stop"
-            time.sleep(0.05)
 
 
 @pytest.fixture
