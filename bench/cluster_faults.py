@@ -12,7 +12,8 @@ is shut down at --redis-at and started again REDIS_DOWN seconds later.
 It prints: events acknowledged vs. in the log (lost, duplicated, seq gaps); responses
 5xx (any: the dead process answers none, its connections fail) and failed connections;
 per viewer, the time from each fault (and from its end: the process answering again,
-Redis back) until it shows the last seq its conversation had acknowledged by then.
+Redis back) until it shows the last seq its conversation had acknowledged at that moment;
+and the lag of every frame shown (acknowledged → shown), which says whether the load held.
 
     python bench/cluster_faults.py                  # SPEC §21: 300 viewers, 500/s, 5 minutes
     python bench/cluster_faults.py --seconds 60 --viewers 60 --rate 100 \\

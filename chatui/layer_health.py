@@ -50,6 +50,7 @@ class LayerHealth:
         self.outages = 0
         self.pool_full_said = -math.inf
         self._probe: asyncio.Task | None = None
+        self._confirm: asyncio.Task | None = None
         self._lost_listeners: list[Callable[[], None]] = []
         self._watch: asyncio.Task | None = None
         self._mark = f"chatui:alive:{uuid.uuid4().hex}"  # this process's mark in Redis
@@ -73,6 +74,27 @@ class LayerHealth:
                 self.pool_full_said = now
                 logger.warning("channel layer: %s in process %d", error, os.getpid())
             return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a thread without a loop: its next successful send says `back`
+            self._declare_lost(error)
+            return
+        if self._confirm is None or self._confirm.done():
+            self._confirm = loop.create_task(self._confirm_lost(error))
+
+    async def _confirm_lost(self, error: BaseException) -> None:
+        """One failed call is not yet an outage: a command begun before Redis went
+        away can fail after it came back (redis-py retries it), and stale pooled
+        connections fail once each. Declared lost only when a PING fails too (a
+        refused connection fails within milliseconds)."""
+        try:
+            await ping(get_channel_layer())
+        except layer_errors():
+            if self.down_since is None:
+                self._declare_lost(error)
+                self._probe = asyncio.get_running_loop().create_task(self._wait_until_back())
+
+    def _declare_lost(self, error: BaseException) -> None:
         self.down_since = time.monotonic()
         self.dropped = 0
         self.outages += 1
@@ -84,12 +106,6 @@ class LayerHealth:
             os.getpid(),
         )
         self._tell_lost()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # a thread without a loop: its next successful send says `back`
-            return
-        if self._probe is None or self._probe.done():
-            self._probe = loop.create_task(self._wait_until_back())
 
     def _tell_lost(self) -> None:
         for listener in self._lost_listeners:
