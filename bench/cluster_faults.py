@@ -21,6 +21,11 @@ and the lag of every frame shown (acknowledged → shown), which says whether th
 
 PostgreSQL: DATABASE_URL (a fresh database is made on that server and dropped after).
 Redis: one of its own on a free port, so stopping it disturbs nobody else.
+
+Why it is long: one script runs the whole drill — its own Redis and cluster, viewers that
+behave as the page does, writers that retry as a runtime does, the faults, and the
+figures computed from what each side saw — so that the test of `make test-cluster`
+(tests/cluster/test_cluster_faults.py) runs exactly what the full run measures.
 """
 
 from __future__ import annotations
