@@ -336,3 +336,23 @@ def test_the_private_name_check_sees_a_reach_outside_the_fences(tmp_path):
         "json.encoder._make_iterencode",
         "object().__dict__",
     }
+
+
+# -- the tests' own shape ------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_no_test_module_imports_another_test_module_or_a_conftest():
+    """What several test modules share lives in tests/support/, not in a test module
+    (importing one runs its module-level setup and hides what is shared)."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                last = node.module.rsplit(".", 1)[-1]
+                if node.module.startswith("tests") and (
+                    last.startswith("test_") or last == "conftest"
+                ):
+                    found.append(f"{path.relative_to(TESTS)}: {node.module}")
+    assert found == []

@@ -31,6 +31,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
 from django.utils import timezone
 
+from chatui.db.layer_health import HEALTH, layer_errors
 from chatui.ingest import approvals
 from chatui.models import Conversation, ConversationStatus, Run
 
@@ -67,9 +68,13 @@ class RunWorker:
         while True:
             try:
                 message = await self.layer.receive(channel)
+            except layer_errors() as problem:
+                # Redis away (one log line per outage: chatui.db.layer_health) or a read
+                # timing out on a busy machine: the runs the worker drives go on; listen again.
+                HEALTH.lost(problem)
+                await asyncio.sleep(RECEIVE_RETRY_SECONDS)
+                continue
             except Exception as problem:
-                # A Redis hiccup (a read timing out on a busy machine) must not end
-                # the worker, and with it every run it drives: listen again.
                 logger.warning(
                     "run worker: receiving on %s failed (%r); retrying", channel, problem
                 )

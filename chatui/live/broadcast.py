@@ -22,6 +22,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.dispatch import receiver
 from django.template.loader import render_to_string
 
+from chatui.db.layer_health import HEALTH, layer_errors
 from chatui.ingest.projection import ChangeSet
 from chatui.ingest.service import events_ingested
 from chatui.ingest.writer_threads import calling_loop, on_writer
@@ -180,7 +181,14 @@ def send_to_group(group: str, message: dict) -> None:
     before this returns."""
     loop = calling_loop()
     if loop is None:
-        async_to_sync(get_channel_layer().group_send)(group, message)
+        try:
+            async_to_sync(get_channel_layer().group_send)(group, message)
+        except layer_errors() as error:
+            # A best-effort fast path: the event is committed, viewers resume by seq.
+            HEALTH.lost(error)
+            HEALTH.dropped += 1
+        else:
+            HEALTH.back()
     else:
         outbox_of(loop).put(group, message)
 
@@ -234,10 +242,19 @@ class Outbox:
 
     async def _drain(self) -> None:
         layer = get_channel_layer()
+        errors = layer_errors()
         while (taken := self._take_next()) is not None:
             group, message = taken
+            if HEALTH.is_down():
+                # Not even tried: each send would wait for a refused connection, and the
+                # viewers' sockets are being closed for resume (chatui.db.layer_health).
+                HEALTH.dropped += 1
+                continue
             try:
                 await layer.group_send(group, message)
+            except errors as error:
+                HEALTH.lost(error)  # one line for the outage, not a traceback per frame
+                HEALTH.dropped += 1
             except Exception:
                 logger.exception("could not send a frame to %s", group)
 

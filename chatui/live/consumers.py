@@ -15,10 +15,13 @@ CHATUI_MAX_SOCKETS_PER_USER sockets in this process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections import Counter
+import weakref
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -26,22 +29,29 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from chatui.access import can_view
+from chatui.db.layer_health import HEALTH, layer_errors
 from chatui.ingest.values import parse_seq
 from chatui.models import Conversation
 
 from . import frames
 from .broadcast import group_name, rows_group
 from .revocation import session_group, session_user, user_group
+from .socket_places import Place, SocketPlaces
 
 logger = logging.getLogger(__name__)
 
+# The channel layer (Redis) is unreachable, or was: the page reconnects on this code
+# and resumes from its last seq (what was sent meanwhile is in the event log).
+CLOSE_TRY_AGAIN = 1013
 CLOSE_NO_INPUT = 4400
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY_SOCKETS = 4429
 
 #: Accepted sockets per user pk, in this process (CHATUI_MAX_SOCKETS_PER_USER).
-open_sockets: Counter = Counter()
+open_sockets = SocketPlaces()
+#: Every viewer's consumer running in this process, to close when the layer is lost.
+running: weakref.WeakSet[TranscriptConsumer] = weakref.WeakSet()
 
 # A runtime posting one request per token makes a frame per token, and a page applies
 # each frame as one swap: at ~120 tokens/s Chromium on a 2-core machine fell a second
@@ -66,6 +76,40 @@ class HeldText:
         return frames.marker(self.first_seq, self.last_seq) + "".join(self.bodies)
 
 
+#: A consumer whose cancellation was swallowed is cancelled again this often, at most
+#: this many times (see `ending_when_cancelled`).
+RECANCEL_SECONDS = 0.2
+RECANCEL_ROUNDS = 50
+
+
+async def ending_when_cancelled(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` in a task of its own that ends when this one is cancelled.
+
+    On the Redis layer a cancellation can be swallowed: redis-py sends each command
+    through `asyncio.wait_for`, which on Python 3.11 returns the result instead of
+    raising when the task is cancelled just as the send completes, and channels-redis's
+    receive then goes on with its next blocking read, for ever. A consumer cancelled by
+    daphne (its close timeout, shutdown) or by `asyncio.run`'s teardown then never
+    ended: a leaked task in a server, a hung test run (tests/cluster/
+    test_consumer_cancellation.py). So a cancellation is passed on until the work has
+    ended; the next one reaches it inside Redis' blocking read, where it is honoured."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        for _ in range(RECANCEL_ROUNDS):
+            if task.done():
+                break
+            task.cancel()
+            # Cancelled again meanwhile: this task ends by raising anyway.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+        else:
+            logger.error("a consumer ignored %d cancellations: %r", RECANCEL_ROUNDS, task)
+        raise
+    task.result()
+
+
 class TranscriptConsumer(AsyncWebsocketConsumer):
     conversation_id: str
     last_sent_seq: int
@@ -73,18 +117,33 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.joined: list[str] = []
-        self.slot_of: object | None = None  # the user pk whose socket count this holds
+        self.place: Place | None = None  # among the user's CHATUI_MAX_SOCKETS_PER_USER
         self.watcher: asyncio.Task | None = None
         self.ended = False
         self.held: HeldText | None = None
         self.text_sent_at = float("-inf")  # loop time of the last streamed-text frame
         self.held_flush: asyncio.TimerHandle | None = None
         self.flushing: set[asyncio.Task] = set()
+        self.accepted = False
 
     async def __call__(self, scope, receive, send) -> None:
+        await ending_when_cancelled(self._serve(scope, receive, send))
+
+    async def _serve(self, scope, receive, send) -> None:
+        self.loop = asyncio.get_running_loop()
+        running.add(self)
+        HEALTH.watch_while(lambda: bool(running))
         try:
             await super().__call__(scope, receive, send)
+        except layer_errors() as error:
+            # The layer failed under this socket (its receive, or a group join while
+            # connecting): one log line for the outage (chatui.db.layer_health), and a
+            # close the page reconnects on, instead of daphne's 500 or 1011 and a
+            # traceback per socket.
+            HEALTH.lost(error)
+            await self.close_for_resume()
         finally:
+            running.discard(self)
             # Also when daphne cancels the consumer without a disconnect message:
             # the socket count must never leak.
             self._stop_watching()
@@ -188,6 +247,19 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if verdict:
             await self._end(verdict)
 
+    async def accept(self, subprotocol=None, headers=None) -> None:
+        await super().accept(subprotocol, headers)
+        self.accepted = True
+
+    async def close_for_resume(self) -> None:
+        """Close with CLOSE_TRY_AGAIN, accepting first if the handshake is still open
+        (browsers only see a code after it): the page reconnects with its last seq."""
+        if self.ended:
+            return
+        if not self.accepted:
+            await self.accept()
+        await self._end(CLOSE_TRY_AGAIN)
+
     async def _send_frame(self, last_seq: int, html: str) -> None:
         self.last_sent_seq = max(self.last_sent_seq, last_seq)
         await self.send(text_data=html)
@@ -206,7 +278,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         """Check access and take a socket slot, then join `group` and accept; or accept
         and close with the refusal's code (False). The user's and the session's
         revocation groups are joined before authorising: a revocation committed
-        meanwhile queues behind this connect instead of being missed."""
+        meanwhile queues behind this connect instead of being missed.
+
+        While the layer is known to be down the handshake is answered at once, without
+        Redis or the database: the page retries within a second or so."""
+        if HEALTH.is_down():
+            await self.close_for_resume()
+            return False
         if user.is_authenticated:
             await self._join(user_group(user.pk))
             if self._session_key():
@@ -272,7 +350,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
 
     async def _leave_groups(self) -> None:
         while self.joined:
-            await self.channel_layer.group_discard(self.joined.pop(), self.channel_name)
+            group = self.joined.pop()
+            if HEALTH.is_down():
+                continue  # nothing to leave: Redis comes back without them, or they expire
+            try:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            except layer_errors() as error:
+                HEALTH.lost(error)
 
     def _drop_held(self) -> None:
         """Closing: held streamed text is not sent (the page resumes by seq)."""
@@ -289,19 +373,12 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
 
     def _take_slot(self, user_pk) -> bool:
         """One of the user's CHATUI_MAX_SOCKETS_PER_USER sockets in this process, if free."""
-        if open_sockets[user_pk] >= settings.CHATUI_MAX_SOCKETS_PER_USER:
-            return False
-        open_sockets[user_pk] += 1
-        self.slot_of = user_pk
-        return True
+        self.place = open_sockets.take(user_pk, settings.CHATUI_MAX_SOCKETS_PER_USER)
+        return self.place is not None
 
     def _release_slot(self) -> None:
-        if self.slot_of is None:
-            return
-        open_sockets[self.slot_of] -= 1
-        if open_sockets[self.slot_of] <= 0:
-            del open_sockets[self.slot_of]
-        self.slot_of = None
+        if self.place is not None:
+            self.place.release()
 
 
 class ConversationListConsumer(TranscriptConsumer):
@@ -330,3 +407,24 @@ class ConversationListConsumer(TranscriptConsumer):
         if user is None or not user.is_authenticated or not user.is_active:
             return CLOSE_FORBIDDEN
         return None if user.pk == self.reader_pk else CLOSE_FORBIDDEN
+
+
+def close_every_socket_for_resume() -> None:
+    """The layer is lost: every viewer's socket in this process is closed with
+    CLOSE_TRY_AGAIN. The frames sent meanwhile are gone, and a Redis that restarts
+    comes back without the sockets' group memberships: a socket left open would stay
+    silent. Reconnecting, the page gets what it missed from the event log."""
+    for consumer in list(running):
+        if not consumer.ended and consumer.accepted:
+            # From the consumer's own loop (the failure may be noticed on another thread).
+            consumer.loop.call_soon_threadsafe(_start_closing, consumer)
+
+
+def _start_closing(consumer: TranscriptConsumer) -> None:
+    task = asyncio.ensure_future(consumer.close_for_resume())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+_closing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
+HEALTH.on_lost(close_every_socket_for_resume)

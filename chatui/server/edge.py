@@ -36,8 +36,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
-from channels.security.websocket import WebsocketDenier
 from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
 from django.conf import settings
 from django.urls import Resolver404, resolve
 from twisted.internet.defer import Deferred
@@ -427,6 +427,30 @@ def guard_daphne(direct: Direct | None = None) -> None:
     if server_module is not None:
         GuardedHTTPFactory.direct = staticmethod(direct) if direct is not None else None
         server_module.HTTPFactory = GuardedHTTPFactory
+        server_module.WebSocketFactory = ServerCodesWebSocketFactory
+
+
+#: Close codes RFC 6455 gives a server for "come back": internal error, service restart,
+#: try again later. The htmx ws extension reconnects on these (and on 1006).
+SERVER_CLOSE_CODES = frozenset({1011, 1012, 1013})
+
+
+class ServerCodesWebSocketProtocol(WebSocketProtocol):
+    """daphne's WebSocket protocol, letting the application close with 1011–1013.
+
+    Autobahn's `sendClose` accepts only 1000 and 3000–4999 from an application, so a
+    consumer could not say "try again later" (1013) when the channel layer is down:
+    the page would get a code it does not reconnect on (chatui.live.consumers)."""
+
+    def serverClose(self, code: int | None = None) -> None:
+        if code in SERVER_CLOSE_CODES:
+            self.sendCloseFrame(code=code)
+        else:
+            super().serverClose(code=code)
+
+
+class ServerCodesWebSocketFactory(WebSocketFactory):
+    protocol = ServerCodesWebSocketProtocol
 
 
 # -- WebSockets: same origin only --------------------------------------------------------
@@ -449,4 +473,14 @@ class SameOriginValidator:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if origin_allowed(scope):
             return await self.app(scope, receive, send)
-        return await WebsocketDenier()(scope, receive, send)
+        return await refuse_handshake(scope, receive, send)
+
+
+async def refuse_handshake(scope: Scope, receive: Receive, send: Send) -> None:
+    """HTTP 403 for the handshake, as Channels' WebsocketDenier answers, without what
+    that consumer also starts: a channel-layer receive, on Redis a blocking read per
+    refused socket (and one that could swallow its cancellation:
+    chatui.live.consumers.ending_when_cancelled)."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close"})

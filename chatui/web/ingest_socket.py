@@ -39,7 +39,6 @@ import asyncio
 import json
 import logging
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +50,7 @@ from chatui.ingest.events import NormalisedEvent, parse_events
 from chatui.ingest.service import IngestResult, ingest_normalised
 from chatui.ingest.values import EventError, decode_json
 from chatui.ingest.writer_threads import on_writer
+from chatui.live.socket_places import Place, SocketPlaces
 from chatui.read import selectors
 
 from .credentials import bearer_credential, header, origin_allowed
@@ -76,7 +76,7 @@ RECHECK_SECONDS = 30.0
 
 
 #: Open ingest sockets per API token pk, in this process (CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN).
-open_sockets: Counter = Counter()
+open_sockets = SocketPlaces()
 
 
 @dataclass
@@ -95,6 +95,11 @@ class Pending:
 class IngestConsumer(AsyncWebsocketConsumer):
     """A thin adapter from socket messages to `ingest` (see the module docstring)."""
 
+    # No channel layer: nothing is sent to this socket through one, and on Redis each
+    # socket would hold a blocking receive that needs Redis up (and can swallow a
+    # cancellation: chatui.live.consumers.ending_when_cancelled).
+    channel_layer_alias = None
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.conversation = None
@@ -106,7 +111,7 @@ class IngestConsumer(AsyncWebsocketConsumer):
         self.writer_pk = None
         #: Bytes of the messages received and not yet acknowledged: waiting or being written.
         self.holding = 0
-        self.slot_of = None  # the token whose socket place this one holds
+        self.place: Place | None = None  # among the token's ingest sockets
 
     async def connect(self) -> None:
         verdict = await self._authorise()
@@ -252,19 +257,12 @@ class IngestConsumer(AsyncWebsocketConsumer):
 
     def _take_slot(self, token_pk: int) -> bool:
         """One of the token's CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN places, if one is free."""
-        if open_sockets[token_pk] >= settings.CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN:
-            return False
-        open_sockets[token_pk] += 1
-        self.slot_of = token_pk
-        return True
+        self.place = open_sockets.take(token_pk, settings.CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN)
+        return self.place is not None
 
     def _release_slot(self) -> None:
-        if self.slot_of is None:
-            return
-        open_sockets[self.slot_of] -= 1
-        if open_sockets[self.slot_of] <= 0:
-            del open_sockets[self.slot_of]
-        self.slot_of = None
+        if self.place is not None:
+            self.place.release()
 
     async def _still_authorised(self) -> bool:
         if time.monotonic() - self.checked_at < RECHECK_SECONDS:

@@ -8,7 +8,7 @@ from collections import Counter
 import httpx
 import pytest
 
-from tests.cluster.conftest import (
+from tests.support.cluster import (
     backends_waiting_for_a_lock,
     read_frame,
     read_until,

@@ -13,7 +13,7 @@ from django.db import connection
 
 from chatui.ingest.service import ingest
 from chatui.models import Conversation, Event, Message
-from tests.cluster.conftest import PATIENCE, backends_waiting_for_a_lock, row_locked, wait_for
+from tests.support.cluster import PATIENCE, backends_waiting_for_a_lock, row_locked, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ import time
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-from tests.cluster.conftest import read_frame, viewer
+from tests.support.cluster import read_frame, viewer
 from tests.support.live import LiveServer
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.cluster.conftest import (
+from tests.support.cluster import (
     RUN_WORKER_ENV,
     Frame,
     RunWorkerProcess,

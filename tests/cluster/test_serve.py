@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cluster.conftest import PATIENCE, wait_for
+from tests.support.cluster import PATIENCE, wait_for
 from tests.support.live import ROOT, LiveServer, free_port
 
 SERVE = ROOT / "scripts" / "cluster" / "serve.py"
