@@ -45,7 +45,7 @@ test: install chromium
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
 
-# -- cluster mode (SPEC §12.1): PostgreSQL + Redis under var/cluster, N web processes --
+# -- cluster mode (docs/SCALING.md): PostgreSQL + Redis under var/cluster, N web processes --
 # `make run-cluster WORKERS=4 RUN_WORKERS=2` serves http://$(HOST):$(PORT) from 4 daphne
 # processes, the agent runs going in 2 run workers; `make stop-cluster` stops them all
 # and the databases. `make test-cluster` runs the

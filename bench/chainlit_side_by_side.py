@@ -10,8 +10,8 @@ output set), 20 ms apart. The app stamps `time.time()` and its own process CPU
 (`time.process_time()`, all threads) at the start and the end of each phase.
 
 chatui gets the same work from a runtime using the Python client: the tokens through
-`stream()` over HTTP and over the §2.2 ingest channel (deltas coalesced, flushed within
-25 ms), and each tool step as `agent.tool.started` + `agent.tool.completed`; daphne's
+`stream()` over HTTP and over the docs/events.md#streaming-channel ingest channel (deltas coalesced,
+flushed within 25 ms), and each tool step as `agent.tool.started` + `agent.tool.completed`; daphne's
 CPU is read from /proc over the phase.
 
 The viewer is the same Chromium (Debian's /usr/bin/chromium through Playwright) for

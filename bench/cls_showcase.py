@@ -1,4 +1,5 @@
-"""Layout shift while a person watches the showcase run on a phone (SPEC §10, issue 14).
+"""Layout shift while a person watches the showcase run on a phone
+(docs/rendering.md#watching-a-run, issue 14).
 
     .venv/bin/python bench/cls_showcase.py [--runs 3] [--width 390 --height 844] [--scheme light]
 

@@ -1,4 +1,5 @@
-"""Cluster mode under fire (SPEC §21): faults under load, and what the viewers saw.
+"""Cluster mode under fire (docs/SCALING.md#cluster-under-fire): faults under load, and what the
+viewers saw.
 
 2 web processes (scripts/cluster/serve.py, SO_REUSEPORT) and 1 run worker on
 PostgreSQL + Redis; VIEWERS sockets spread over CONVERSATIONS conversations, behaving
@@ -15,7 +16,7 @@ per viewer, the time from each fault (and from its end: the process answering ag
 Redis back) until it shows the last seq its conversation had acknowledged at that moment;
 and the lag of every frame shown (acknowledged → shown), which says whether the load held.
 
-    python bench/cluster_faults.py                  # SPEC §21: 300 viewers, 500/s, 5 minutes
+    python bench/cluster_faults.py                  # the full run: 300 viewers, 500/s, 5 minutes
     python bench/cluster_faults.py --seconds 60 --viewers 60 --rate 100 \\
         --kill-at 15 --redis-at 35                   # the run in `make test-cluster`
 

@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmark scripts (SPEC §8, P1–P4).
+"""Shared helpers for the benchmark scripts (docs/PERFORMANCE.md, P1–P4).
 
 Every script starts its own daphne through `tests.support.live.LiveServer` on a
 fresh SQLite file in a temporary folder, talks to it on 127.0.0.1 only, prints a
@@ -536,7 +536,7 @@ class ViewerPool:
             self.process.join(timeout=10)
 
 
-# -- cluster mode (SPEC §12.1): PostgreSQL + Redis, several web processes ---------------
+# -- cluster mode (docs/SCALING.md): PostgreSQL + Redis, several web processes ---------------
 
 #: The benchmarks' own PostgreSQL and Redis: other ports and folder than `make
 #: test-cluster` (25432/26379, var/cluster), so a benchmark never disturbs a test run.

@@ -30,8 +30,8 @@ can beat the 200 to the client, so more reference points are reported:
                               the event's timestamp, since the bench posts none);
 and the server-side split: ingest start → commit → broadcast returned → 200 in.
 
-`--cluster` (SPEC §12.1, §8 P1 cluster row): PostgreSQL + Redis on the benchmarks'
-own ports (scripts/cluster/services.sh, var/bench-cluster) and two daphne processes
+`--cluster` (docs/SCALING.md, docs/PERFORMANCE.md#p1 cluster row): PostgreSQL + Redis on the
+benchmarks' own ports (scripts/cluster/services.sh, var/bench-cluster) and two daphne processes
 on two ports sharing them: the POSTs go to one, the page and the other viewers are
 served by the other, so every card crosses Redis. "daphne CPU" is then the viewers'
 process.

@@ -24,7 +24,7 @@ Each mode runs `--warmup` seconds unmeasured, then `--seconds` measured (or unti
 event loop: HTTP parsing, the ASGI side, frames to viewers) per request and as a share
 of daphne's CPU.
 
-`--cluster` (SPEC §12.1, §8 P2 cluster row): single-event requests against
+`--cluster` (docs/SCALING.md, docs/PERFORMANCE.md#p2 cluster row): single-event requests against
 PostgreSQL + Redis (scripts/cluster/services.sh on the benchmarks' own ports,
 var/bench-cluster), first one daphne process, then two behind one port
 (scripts/cluster/serve.py, SO_REUSEPORT: the kernel spreads the client threads'
@@ -249,7 +249,7 @@ def cluster_main(args) -> None:
     bound = model_bound(results[0], 2, cores) / model_bound(results[0], 1, cores)
     print(
         f"two processes / one: {two / one:.2f}× measured, {bound:.2f}× the model's bound "
-        f"on {cores} otherwise idle cores (SPEC §8 P2 cluster: ≥ 1.6×)"
+        f"on {cores} otherwise idle cores (docs/PERFORMANCE.md#p2 cluster: ≥ 1.6×)"
     )
 
 

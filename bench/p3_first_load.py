@@ -11,9 +11,9 @@ conversation of N messages has N/5 runs. Then, logged in with a session cookie
 connection, round-robin over the sizes so load drift hits all alike, after a
 few unmeasured warm-up loads. Also timed: the "load earlier" fragment
 (`GET /c/<id>/earlier?before=…`) of the largest conversation, and P3's giant-batch
-case — 5,000 messages that are 2,500 tool calls with no text between them (SPEC §10:
-the page shows the batch's latest 200 entries) — with its "show N earlier calls"
-fragment. For the giant rows, "messages in HTML" counts the tool entries rendered.
+case — 5,000 messages that are 2,500 tool calls with no text between them
+(docs/rendering.md#long-transcripts: the page shows the batch's latest 200 entries) — with its "show
+N earlier calls" fragment. For the giant rows, "messages in HTML" counts the tool entries rendered.
 
 And issue 28's case (`--huge 60 --huge-bytes 900000`): one batch of 60 tool results of
 900 KB each. Its first load (cold: nothing presented yet in the process) and the loads
@@ -106,7 +106,7 @@ def run_events(conversation_tag: str, run: int) -> list[dict]:
 
 
 def giant_batch_events(calls: int) -> list[dict]:
-    """SPEC §8 P3's other case: one user message, then `calls` tool calls with no text
+    """docs/PERFORMANCE.md#p3's other case: one user message, then `calls` tool calls with no text
     between them, each a step with tool_calls and no prose (a hidden assistant message)
     and its tool: 2 messages a call, so 2,500 calls are 5,000 messages in one batch."""
     events = [{"type": "user.message", "run_id": "giant", "content": "Check every module."}]

@@ -9,14 +9,15 @@ through the real login form) watches the conversation; it is the one viewer. Mod
 
   request  one delta per HTTP request, back to back on a keep-alive connection: daphne
            CPU per delta over the first `--window` deltas and over the last `--window`
-           (flat means O(delta): SPEC §8 P5 wants last ≤ 1.25 × first, ≤ 2.5 ms).
+           (flat means O(delta): docs/PERFORMANCE.md#p5 wants last ≤ 1.25 × first, ≤ 2.5 ms).
            Every window in between is measured too, with the garbage collector's
            pauses in it: a full collection in one window of 300 moves it by 0.1–0.2 ms a
            delta, so the verdict on flatness also reads the line fitted through all
            windows ("fitted ×"). `--py-spy PREFIX` samples the first and last windows.
   client   the Python client's `stream()` over HTTP (deltas coalesced, flushed within
            25 ms) at `--rate` tokens/s: daphne CPU per token (target ≤ 1 ms)
-  channel  the same over the §2.2 ingest WebSocket (`stream(channel=True)`)
+  channel  the same over the docs/events.md#streaming-channel ingest WebSocket
+  (`stream(channel=True)`)
 
 For each mode: the bytes of every socket message the page received while the answer
 streamed (per message and per delta; target ≤ 1 KB per delta), and the final text lag —
@@ -176,7 +177,7 @@ def stream_by_request(
     bench: Bench, conversation: str, texts: list[str], window: int, py_spy: str | None = None
 ) -> dict:
     """One POST per delta; daphne's CPU per delta in every `window` deltas (the first and
-    the last are SPEC §8 P5's, sampled by py-spy into `<py_spy>-first.txt` / `-last.txt`
+    the last are docs/PERFORMANCE.md#p5's, sampled by py-spy into `<py_spy>-first.txt` / `-last.txt`
     if asked), and the garbage-collector pauses in each."""
     url = f"/conversations/{conversation}/events"
     last_seq = 0

@@ -1,4 +1,5 @@
-"""P6: full-text search over 100,000 messages — server time of `GET /?q=…` (SPEC §8, §15).
+"""P6: full-text search over 100,000 messages — server time of `GET /?q=…` (docs/PERFORMANCE.md,
+docs/rendering.md#search).
 
     .venv/bin/python bench/p6_search.py [--messages 100000] [--conversations 500] [--requests 40]
 

@@ -1,4 +1,5 @@
-"""The SPEC's name for the runtime client (§9: ``chatui.client``), kept for existing code.
+"""``chatui.client``, the runtime client's first name (docs/events.md#python-client), kept for
+existing code.
 
 The client lives in its own package, ``chatui_client`` (``clients/python/``), so a runtime
 can install it without Django, Channels or daphne. This module only re-exports it: new

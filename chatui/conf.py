@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     # Agents: where a webhook agent is told to post back, and the demo's pace.
     "CHATUI_PUBLIC_URL": "http://127.0.0.1:8000",
     "CHATUI_DEMO_DELAY": 0.35,
-    # Run workers (SPEC §12.1): off by default, runs then stay in the web process.
+    # Run workers (docs/SCALING.md): off by default, runs then stay in the web process.
     "CHATUI_RUN_WORKERS": False,
     "CHATUI_RUN_HEARTBEAT_SECONDS": 5.0,
     "CHATUI_RUN_LOST_SECONDS": 30.0,
@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "CHATUI_MOMENT_WORKERS": 1,
     "CHATUI_MOMENT_WAIT_SECONDS": 2.0,
     "CHATUI_MOMENT_CACHE_MB": 128,
-    # Transcript imports (SPEC §9).
+    # Transcript imports (docs/events.md#importers).
     "CHATUI_IMPORT_MAX_BYTES": 32 * 1024 * 1024,
     "CHATUI_IMPORT_MAX_EVENTS": 100_000,
     # Characters of full result text, Copy-args text and Details JSON one tool entry

@@ -3,7 +3,7 @@
 Django's JSONField is `jsonb` on PostgreSQL, which reorders keys (shortest first).
 Key order is data here: a tool call's arguments show in the order the agent gave
 them (G3), an exported event log gives back what was posted, and re-projecting
-the event log must give the same Messages as live projection did (SPEC §1). So
+the event log must give the same Messages as live projection did (docs/events.md#architecture). So
 on PostgreSQL the column is `json`, which stores the text as sent; queries into
 it (`payload__status=…`) read it as `jsonb`. Other databases store text already.
 """

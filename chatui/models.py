@@ -1,8 +1,9 @@
 """chatui's data: an append-only event log per conversation, and its projection.
 
 `Event` rows are the source of truth and are never updated or deleted by the app.
-`Message` and `Run` rows are a projection of them (SPEC §1): `chatui.ingest.service` is
-the only code that writes them, and `reproject` can rebuild them at any time.
+`Message` and `Run` rows are a projection of them (docs/events.md#architecture):
+`chatui.ingest.service` is the only code that writes them, and `reproject` can rebuild them at any
+time.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class Event(models.Model):
             ),
         ]
         indexes = [
-            # A tool's logged events (its early progress, SPEC §8 P2). With the
+            # A tool's logged events (its early progress, docs/PERFORMANCE.md#p2). With the
             # conversation first: on tool_call_id alone, SQLite (no statistics) rated
             # an IN list of a batch's calls dearer than walking the conversation's events.
             models.Index(fields=["conversation", "tool_call_id"]),
@@ -223,7 +224,8 @@ class ToolStatus(models.TextChoices):
     ERROR = "error", "Error"
     # [001] AgentSpine's `skipped: true`: neither success nor error.
     SKIPPED = "skipped", "Skipped"
-    # SPEC §13: waiting for a person's decision; denied (or expired) is not an error.
+    # docs/events.md#approvals: waiting for a person's decision; denied (or expired) is not an
+    # error.
     AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
     DENIED = "denied", "Denied"
 
@@ -267,14 +269,15 @@ class Message(FastLoad):
         indexes = [
             models.Index(fields=["conversation", "tool_status"]),
             # A run's messages of one role, in order: its steps (S1, every assistant
-            # frame), its thinking lines (§10), its status lines at run end (S3). With
+            # frame), its thinking lines (docs/rendering.md#one-status-line), its status lines at
+            # run end (S3). With
             # `position` last, SQLite reads them from this index already sorted, rather
             # than walking the conversation's (conversation, position) index — O(its
             # messages) per frame.
             models.Index(fields=["conversation", "role", "run_id", "position"]),
             # A tool by its call id (every tool event; a batch's as one IN list). The
             # tool_call_id index alone lost to the one above, which then walked every
-            # tool of the conversation (SPEC §8 P2).
+            # tool of the conversation (docs/PERFORMANCE.md#p2).
             models.Index(fields=["conversation", "role", "tool_call_id"]),
         ]
         permissions = [

@@ -1,5 +1,5 @@
 """The shared text vocabulary: clipping, neutralising mentions, and how durations,
-sizes, token counts and tool names read (SPEC G7, G10, T1). Presenters, the admin,
+sizes, token counts and tool names read (docs/rendering.md#g7, #g10, #t1). Presenters, the admin,
 the importers and the agents all say these things the same way through this module.
 """
 

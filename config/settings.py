@@ -1,4 +1,4 @@
-"""Settings for the chatui project, read from the environment (SPEC §12).
+"""Settings for the chatui project, read from the environment (README.md).
 
 Defaults give a working single-machine install: SQLite in WAL mode with immediate
 transactions (so concurrent writers queue instead of failing with "database is
@@ -215,12 +215,13 @@ CHATUI_WS_RECHECK_SECONDS = float(app_setting("CHATUI_WS_RECHECK_SECONDS"))
 CHATUI_TOKEN_CACHE_SECONDS = app_setting("CHATUI_TOKEN_CACHE_SECONDS", float)
 # Sockets one user may hold open in one server process; more are closed with 4429.
 CHATUI_MAX_SOCKETS_PER_USER = int(app_setting("CHATUI_MAX_SOCKETS_PER_USER"))
-# The ingest channel (SPEC §2.2): bytes one socket holds before its writes catch up
-# (more is refused with 429, re-sent by the runtime), and sockets one API token holds in
+# The ingest channel (docs/events.md#streaming-channel): bytes one socket holds before its writes
+# catch up (more is refused with 429, re-sent by the runtime), and sockets one API token holds in
 # one server process (more are closed with 4429).
 CHATUI_INGEST_MAX_PENDING_BYTES = int(app_setting("CHATUI_INGEST_MAX_PENDING_BYTES"))
 CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN = int(app_setting("CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN"))
-# Approval long polls (SPEC §13) one user may have waiting in one server process (429).
+# Approval long polls (docs/events.md#approvals) one user may have waiting in one server process
+# (429).
 CHATUI_MAX_LONG_POLLS_PER_USER = int(app_setting("CHATUI_MAX_LONG_POLLS_PER_USER"))
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -281,12 +282,12 @@ CHATUI_MAX_COMPOSER_BYTES = 3 * CHATUI_MAX_EVENT_BYTES + CHATUI_MAX_FORM_BYTES
 # line; a connection that sends nothing is closed after as long.
 CHATUI_REQUEST_TIMEOUT = float(app_setting("CHATUI_REQUEST_TIMEOUT"))
 
-# Agents (SPEC §9). `demo` needs nothing; the others read their endpoints from here.
+# Agents (docs/events.md#agents). `demo` needs nothing; the others read their endpoints from here.
 CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
 CHATUI_DEMO_DELAY = app_setting("CHATUI_DEMO_DELAY", float)
 CHATUI_PUBLIC_URL = app_setting("CHATUI_PUBLIC_URL")
 
-# Run workers (SPEC §12.1, docs/deploying.md#run-workers): with CHATUI_RUN_WORKERS=1 a web
+# Run workers (docs/deploying.md#run-workers): with CHATUI_RUN_WORKERS=1 a web
 # process only enqueues runs; `manage.py run_worker` processes drive them. A worker
 # touches its runs' heartbeat every HEARTBEAT seconds; a run whose heartbeat is
 # older than LOST seconds (its worker died, or no worker took it) ends failed.
@@ -310,7 +311,8 @@ CHATUI_OPENAI_TIMEOUT = float(os.environ.get("CHATUI_OPENAI_TIMEOUT", "120"))
 # event loop; a Stop cuts the wait at once).
 CHATUI_TOOL_TIMEOUT = float(os.environ.get("CHATUI_TOOL_TIMEOUT", "30"))
 
-# Transcript imports (SPEC §9): the largest file and the most events one import may hold.
+# Transcript imports (docs/events.md#importers): the largest file and the most events one import may
+# hold.
 CHATUI_IMPORT_MAX_BYTES = int(app_setting("CHATUI_IMPORT_MAX_BYTES"))
 CHATUI_IMPORT_MAX_EVENTS = int(app_setting("CHATUI_IMPORT_MAX_EVENTS"))
 

@@ -13,7 +13,7 @@ Everything is deterministic: the tools are canned, and ids and timestamps are fi
 (a fake clock stamps every event), so the transcript is always the same —
 `examples/expected_transcript.json` holds it, and tests/test_example_runtime.py checks it.
 Event ids are deterministic too, so running it again with `--conversation ID` posts
-only duplicates and changes nothing (SPEC REL1).
+only duplicates and changes nothing (docs/events.md#rel1).
 """
 
 from __future__ import annotations

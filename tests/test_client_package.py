@@ -1,6 +1,6 @@
-"""The runtime client is its own package (`clients/python`, SPEC §9): a runtime installs
-it alone, gets httpx and nothing of chatui's server (no Django, Channels or daphne), and
-can post a run to a real server with it. `chatui.client`, the SPEC's name, re-exports it.
+"""The runtime client is its own package (`clients/python`, docs/events.md#python-client): a runtime
+installs it alone, gets httpx and nothing of chatui's server (no Django, Channels or daphne), and
+can post a run to a real server with it. `chatui.client`, its first name, re-exports it.
 """
 
 from __future__ import annotations

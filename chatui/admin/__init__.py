@@ -1,4 +1,4 @@
-"""The Django admin as the auditing tool (SPEC §11).
+"""The Django admin as the auditing tool (docs/rendering.md#admin).
 
 Everything here reads; nothing writes a Message, a Run or an Event except
 through `chatui.ingest.service` (the import view) and `reproject` (the re-project

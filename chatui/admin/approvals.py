@@ -1,5 +1,5 @@
-"""SPEC §13 in the admin: the "has approvals" filter and the decisions listed with
-who and when on a conversation's page (`ConversationAdmin` lists both)."""
+"""docs/rendering.md#approvals in the admin: the "has approvals" filter and the decisions listed
+with who and when on a conversation's page (`ConversationAdmin` lists both)."""
 
 from __future__ import annotations
 

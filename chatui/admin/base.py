@@ -101,7 +101,7 @@ class ReadOnlyAdmin(AuditAdmin):
 
 def revealed(attribute: str, description: str, **options: Any) -> Callable[..., SafeString]:
     """An admin column or field showing `obj.<attribute>` with its invisible characters
-    made visible (SPEC §11): `run_id_shown = revealed("run_id", "run id")`."""
+    made visible (docs/rendering.md#admin): `run_id_shown = revealed("run_id", "run id")`."""
 
     @admin.display(description=description, **options)
     def shown(model_admin: admin.ModelAdmin, obj: Any) -> SafeString:

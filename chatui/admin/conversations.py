@@ -74,7 +74,8 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "approval_decisions",
     )
     readonly_fields = fields
-    approval_decisions = approval_decisions  # SPEC §13: who decided what, and when
+    # docs/rendering.md#approvals: who decided what, and when
+    approval_decisions = approval_decisions
     actions = (
         "export_messages",
         "export_events",
@@ -105,9 +106,9 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         )
 
     def get_search_results(self, request, queryset, search_term):
-        """Through the page's full-text index (SPEC §11, §15): titles and messages with
-        every word of the search, or owners whose username contains it. One row per
-        conversation (a subquery, no join), so the counts are not inflated."""
+        """Through the page's full-text index (docs/rendering.md#admin, docs/rendering.md#search):
+        titles and messages with every word of the search, or owners whose username contains it. One
+        row per conversation (a subquery, no join), so the counts are not inflated."""
         return search.filter_conversations(queryset, search_term), False
 
     @admin.display(description="title", ordering="title")
@@ -149,7 +150,8 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
 
     @admin.display(description="replay")
     def replay_links(self, obj):
-        """SPEC §14: the log played back, and the page as of any event (`?at=`)."""
+        """docs/rendering.md#time-travel: the log played back, and the page as of any event
+        (`?at=`)."""
         return format_html(
             '<a href="{}" data-admin-replay>▶ Replay</a> · <a href="{}?at={}">As of event {}</a>',
             reverse("chatui:replay", args=[obj.pk]),

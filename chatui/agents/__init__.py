@@ -1,4 +1,4 @@
-"""Agent runs and backends (SPEC §9): demo, openai, webhook.
+"""Agent runs and backends (docs/events.md#agents): demo, openai, webhook.
 
 The composer view calls `start_run` / `stop_run`; `accepts_input` and
 `is_running` tell it whether the composer may send. See `runner` for how runs

@@ -1,4 +1,4 @@
-"""Built-in agents asking a person before a tool runs (SPEC §13).
+"""Built-in agents asking a person before a tool runs (docs/events.md#approvals).
 
 The in-process counterpart of a runtime's long poll: ask with
 `agent.tool.approval_requested`, then look at the decision every POLL_SECONDS until

@@ -3,7 +3,7 @@
 An agent is any object with a name, an `accepts_interjections` flag and an
 async `run(ctx)`. It never builds event dicts by hand: `RunContext` and the
 handles it gives out (`AssistantTurn`, `ToolCall`) are the only places where
-the shapes of SPEC §2 are written, and every event they make goes through the
+the shapes of docs/events.md#event-types are written, and every event they make goes through the
 run's sink, which is `chatui.ingest.service.ingest` (run in a thread by the runner).
 
 Ids are derived from the run id and counters — never from the clock — so a
@@ -11,7 +11,7 @@ deterministic agent produces the same ids, event ids and messages every time:
 `{run_id}.e{n}` for event ids (the idempotency keys), `{run_id}.m{n}` for
 assistant messages and `{run_id}.t{n}` for tool calls.
 
-Why it is long: it is the one place where SPEC §2's event shapes are written for
+Why it is long: it is the one place where docs/events.md#event-types's event shapes are written for
 agents (every handle and its events), which is the point of having it.
 """
 

@@ -6,7 +6,8 @@ sandbox folder, and streams a deterministic answer. Ids and content depend only
 on the run id and the user's text; `delay` (seconds, `CHATUI_DEMO_DELAY`, 0 in
 tests) only paces it for human eyes.
 
-`ShowcaseAgent` plays a script that exercises every render rule of SPEC §4; the
+`ShowcaseAgent` plays a script that exercises every render rule of docs/rendering.md#render-rules;
+the
 `/showcase` page starts it with `runner.start_showcase`, and the demo agent plays
 its main part when asked for "showcase" or "everything".
 """
@@ -59,7 +60,7 @@ KEYWORDS: list[tuple[str, str, str]] = [
     ),
 ]
 
-#: SPEC §13: the demo's one destructive tool waits this long for a person.
+#: docs/events.md#approvals: the demo's one destructive tool waits this long for a person.
 DELETE_APPROVAL_TIMEOUT_S = 120
 DELETE_TARGET = re.compile(r"\b(?:delete|remove)\s+(?:the\s+file\s+)?(?P<path>[\w./-]+)", re.I)
 
@@ -130,7 +131,8 @@ class DemoAgent:
         return outcomes, notes
 
     async def _delete_with_approval(self, ctx: RunContext) -> None:
-        """SPEC §13: the demo's one destructive tool asks a person before it runs."""
+        """docs/events.md#approvals: the demo's one destructive tool asks a person before it
+        runs."""
         found = DELETE_TARGET.search(ctx.user_text)
         path = found.group("path") if found else "notes/todo.txt"
         step = ctx.assistant()
@@ -280,7 +282,8 @@ class ShowcaseAgent:
 
 
 async def showcase_main(ctx: RunContext, tb: Toolbox) -> None:
-    """Every render rule of SPEC §4 in one completed run (rule ids in comments)."""
+    """Every render rule of docs/rendering.md#render-rules in one completed run (rule ids in
+    comments)."""
     await ctx.thinking("Planning the showcase…")  # R5 thinking
     await ctx.pause(2)
 
@@ -385,17 +388,18 @@ async def _agentspine_tool(ctx: RunContext, call) -> None:
     )
 
 
-#: SPEC §13 in the showcase: how long its unanswered request waits before it expires.
+#: docs/events.md#approvals in the showcase: how long its unanswered request waits before it
+#: expires.
 SHOWCASE_EXPIRY_S = 2
 SHOWCASE_REVIEWER = "showcase script"
 
 
 async def showcase_approvals(ctx: RunContext) -> None:
-    """SPEC §13's three outcomes. The showcase cannot wait for you, so a reviewer that
-    says what it is ("showcase script") approves one and denies one; nobody answers the
+    """docs/events.md#approvals's three outcomes. The showcase cannot wait for you, so a reviewer
+    that says what it is ("showcase script") approves one and denies one; nobody answers the
     third, and the server expires it."""
     step = ctx.assistant()
-    await step.stream("Some tools ask a person first (SPEC §13): approved, denied, expired.")
+    await step.stream("Some tools ask a person first: approved, denied, expired.")
     calls = [
         ctx.tool("delete_file", {"path": "notes/old-draft.txt"}),
         ctx.tool("run_command", {"command": "rm -rf data/"}),
@@ -434,7 +438,7 @@ async def showcase_approvals(ctx: RunContext) -> None:
 
 
 async def showcase_failure(ctx: RunContext, tb: Toolbox) -> None:
-    """The second run: tool approval's three outcomes (SPEC §13), then it ends
+    """The second run: tool approval's three outcomes (docs/events.md#approvals), then it ends
     `failed`, so the page shows the red banner (S2)."""
     await showcase_approvals(ctx)
     await ctx.thinking("Calling the model…")

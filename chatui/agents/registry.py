@@ -1,4 +1,4 @@
-"""The agent registry: which agent a run uses, by name (SPEC §9).
+"""The agent registry: which agent a run uses, by name (docs/events.md#agents).
 
 Runs name their agent rather than carry it, so a run worker in another process
 can build the same agent from the name (and a few plain options) it receives.

@@ -1,6 +1,6 @@
 """The `/showcase` launcher: three scripted runs that together exercise every render
-rule of SPEC §4 — the first completes, the second fails on purpose (S2's banner, kept
-in the history), and a short third one completes, so a finished showcase's
+rule of docs/rendering.md#render-rules — the first completes, the second fails on purpose (S2's
+banner, kept in the history), and a short third one completes, so a finished showcase's
 conversation ends as its latest run did: completed, not "Failed" (issue 15)."""
 
 from __future__ import annotations

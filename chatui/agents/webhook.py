@@ -1,4 +1,5 @@
-"""An external agent runtime reached by webhook (`CHATUI_AGENT=webhook`, SPEC §9).
+"""An external agent runtime reached by webhook (`CHATUI_AGENT=webhook`,
+docs/events.md#webhook-agents).
 
 chatui POSTs `{conversation_id, run_id, message, events_url}` as JSON to
 `CHATUI_WEBHOOK_URL` with `Authorization: Bearer <CHATUI_WEBHOOK_TOKEN>` (one token
@@ -24,8 +25,8 @@ the database every few seconds, for events ingested by another process). If the
 runtime never ends the run, it fails after `CHATUI_WEBHOOK_RUN_TIMEOUT` seconds
 (default 900). Stop works as for every run.
 
-Tool approval (SPEC §13): a runtime that posts `agent.tool.approval_requested` for its
-run gets each decision back as a callback POST to the same URL (see
+Tool approval (docs/events.md#approvals): a runtime that posts `agent.tool.approval_requested` for
+its run gets each decision back as a callback POST to the same URL (see
 `forward_decisions`), or long polls `GET …/approvals/{tool_call_id}?wait=30`.
 """
 
@@ -58,7 +59,7 @@ from .runs import db, run_status
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 8.0
-#: How often a webhook run looks for approval decisions to forward (SPEC §13).
+#: How often a webhook run looks for approval decisions to forward (docs/events.md#approvals).
 DECISION_POLL_SECONDS = 0.5
 ENDED = (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
 
@@ -126,7 +127,7 @@ class WebhookAgent:
         ctx.mark_ended(status)
 
     async def forward_decisions(self, ctx: RunContext) -> None:
-        """SPEC §13: each decision on a tool this run asked about is POSTed to the
+        """docs/events.md#approvals: each decision on a tool this run asked about is POSTed to the
         runtime as a callback `{"type": "tool.approval", conversation_id, run_id,
         tool_call_id, decision, decided_by, decided_at, note}` (same URL and token,
         `Idempotency-Key: <run_id>:<decision event id>`). A runtime may long poll

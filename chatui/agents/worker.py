@@ -120,7 +120,8 @@ class RunWorker:
                     logger.warning("run %s ended elsewhere; cancelling it here", run_id)
                     await runner.stop_run(conversation_id, "the run was ended elsewhere")
                 await db(reap_lost_runs)()
-                # SPEC §13: approvals past their deadline in conversations nobody reads.
+                # docs/events.md#approvals: approvals past their deadline in conversations nobody
+                # reads.
                 await db(approvals.expire_all_overdue)()
             except Exception:
                 logger.exception("run worker heartbeat failed")

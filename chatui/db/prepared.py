@@ -1,4 +1,4 @@
-"""Hot queries compiled once, then run with new values (SPEC §8 P2).
+"""Hot queries compiled once, then run with new values (docs/PERFORMANCE.md#p2).
 
 Django builds and compiles a QuerySet's SQL every time one runs: filter
 resolution, joins, the SELECT list, converters — 0.2–0.5 ms of Python for a
@@ -78,7 +78,7 @@ def cursor_for(connection) -> Any:
     """A cursor of `connection` kept for its statements while the same database
     connection lasts: `connection.cursor()` per statement (its checks, a new DB-API
     cursor and Django's wrapper, then closing it) cost about as much as a prepared
-    statement's own Python (SPEC §8 P2). Made again when the connection changes, when
+    statement's own Python (docs/PERFORMANCE.md#p2). Made again when the connection changes, when
     query logging is switched (tests count statements) or while a health check is
     due; the checks `cursor()` makes are made then. Not kept for a connection threads
     share (a live test server's): one thread's rows could be another's. Rows must be

@@ -1,4 +1,4 @@
-"""Transcript importers (SPEC §9): a file → chatui events → `ingest`.
+"""Transcript importers (docs/events.md#importers): a file → chatui events → `ingest`.
 
 Imports go through `ingest` like every other writer, so an imported
 conversation has an event log (audited, re-projectable) like a live one.

@@ -1,4 +1,4 @@
-"""Tool approval (SPEC §13): a person's decision, appended through ingest.
+"""Tool approval (docs/events.md#approvals): a person's decision, appended through ingest.
 
 A runtime asks with `agent.tool.approval_requested`; the projection puts the entry in
 `awaiting_approval` with its deadline (`metadata.approval.expires_at`). The decision is

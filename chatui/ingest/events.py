@@ -1,4 +1,4 @@
-"""The event input contract (SPEC §2): validation and normalisation, no database.
+"""The event input contract (docs/events.md#event-types): validation and normalisation, no database.
 
 `parse_events` turns a decoded request body into `NormalisedEvent`s or raises
 `EventError` naming the event's index and the field at fault. AgentSpine's
@@ -59,7 +59,7 @@ TOOL_CALL_FIELDS: dict[str, tuple[Checker, bool]] = {
 
 STATUSES = ("thinking", "running", "info", "completed", "failed")
 
-#: SPEC §13. `expired` is decided by the server ("system") when `timeout_s` passed.
+#: docs/events.md#approvals. `expired` is decided by the server ("system") when `timeout_s` passed.
 APPROVAL_DECISIONS = ("approved", "denied", "expired")
 DEFAULT_APPROVAL_TIMEOUT_S = 600
 MAX_APPROVAL_TIMEOUT_S = 7 * 24 * 60 * 60
@@ -116,13 +116,13 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "result": (anything, False),
         "error": (string, False),
         "duration_ms": (duration, False),
-        # SPEC §2: "details may be any JSON" (AgentSpine's contract says `Any`).
+        # docs/events.md#agentspine: "details may be any JSON" (AgentSpine's contract says `Any`).
         "details": (anything, False),
         "skipped": (boolean, False),
         # [001] the result is only the runtime's preview (about 200 characters).
         "result_is_preview": (boolean, False),
     },
-    # SPEC §13: a runtime asks a person before it runs a tool...
+    # docs/events.md#approvals: a runtime asks a person before it runs a tool...
     "agent.tool.approval_requested": {
         "tool_call_id": (id_string, True),
         "tool_name": (short_name, True),

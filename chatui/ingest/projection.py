@@ -1,4 +1,5 @@
-"""Project events onto Message and Run rows (SPEC §2–§3, [000]).
+"""Project events onto Message and Run rows (docs/events.md#event-types, #canonical-messages,
+[000]).
 
 `Projector.apply` is called by `chatui.ingest.service` only, inside the ingest
 transaction, once per appended event and in seq order. It must be
@@ -75,7 +76,7 @@ class ChangeSet:
     # `removed`, which is all S3 changes, since statuses never split a batch.)
     full_refresh: bool = False
     # Messages whose only change in this call was streamed text appended to a bubble
-    # the page already shows: pk -> [(seq, text)] (SPEC §8 P5: a delta frame carries
+    # the page already shows: pk -> [(seq, text)] (docs/PERFORMANCE.md#p5: a delta frame carries
     # the new text, not the whole message).
     appended: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     # The conversation's `rebuilds` as the ingest transaction read it (under its row
@@ -98,7 +99,7 @@ class ChangeSet:
 # answer at every token (quadratic) or a running tool at every progress line.
 UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress")
 # How much of a streaming message a batch of deltas reads: enough to know whether the
-# page shows it yet (`_shows_streaming`), not the whole text (SPEC §8 P5).
+# page shows it yet (`_shows_streaming`), not the whole text (docs/PERFORMANCE.md#p5).
 STREAM_HEAD_CHARS = 64
 
 #: The conversation's list-row counts (issue 12), kept by `Projector._count_tools` and
@@ -171,7 +172,7 @@ RUNS_BY_ID = PreparedLookup(
 )
 SAVE_CHANGED = PreparedSave(Message, MUTABLE_FIELDS)
 INSERT_MESSAGES = PreparedInsert(Message)
-#: Streamed text appended in SQL: the message is not read back (SPEC §8 P5).
+#: Streamed text appended in SQL: the message is not read back (docs/PERFORMANCE.md#p5).
 APPEND_TEXT = PreparedUpdate(
     lambda pk, text, seq: Message.objects.filter(pk=pk),
     lambda pk, text, seq: {"content": Concat(F("content"), Value(text)), "updated_seq": seq},
@@ -260,7 +261,7 @@ EARLY_PROGRESS = PreparedLookup(
 
 # What a run's end and a status event run, compiled once (chatui.db.prepared): a batch
 # of 100 events ends one or two runs, and each of these compiled by the ORM cost
-# more than running it (SPEC §8 P2).
+# more than running it (docs/PERFORMANCE.md#p2).
 _CONVERSATION = Conversation._meta.pk
 _MESSAGE_RUN = Message._meta.get_field("run_id")
 _RUN_ID = Run._meta.get_field("run_id")
@@ -329,7 +330,7 @@ def _of_run(rows: Any) -> dict[bool, Prepared[Any]]:
     }
 
 
-#: Answers still streaming when their run ends (SPEC §10).
+#: Answers still streaming when their run ends (docs/rendering.md#streaming-text).
 STREAMING = _of_run(
     lambda pk: Message.objects.filter(conversation_id=pk, role=Role.ASSISTANT, is_final=False)
 )
@@ -366,7 +367,7 @@ class Projector:
     Writes are deferred: messages are created and changed in memory and written with
     one bulk insert and one bulk update in `flush()`, and lookups are answered from
     what `prefetch()` loaded for the batch. That keeps a batch of N events at a
-    handful of queries instead of several per event (SPEC §8 P2).
+    handful of queries instead of several per event (docs/PERFORMANCE.md#p2).
     """
 
     def __init__(self, conversation: Conversation, *, empty: bool = False):
@@ -460,7 +461,7 @@ class Projector:
     def _appended_unread(self, event: Event) -> bool:
         """A lone delta to an answer the page shows streaming, of a run this process
         knows: its text appended in one UPDATE that finds the message itself, instead
-        of a read and a write (most single-event requests: SPEC §8 P2, P5). Applies it
+        of a read and a write (most single-event requests: docs/PERFORMANCE.md#p2, #p5). Applies it
         and says True only then — the same rows and the same changes as `_append` —
         else nothing was changed and the event goes the usual way."""
         if self._empty or event.type != "agent.message.delta" or "dialect" in event.payload:
@@ -509,7 +510,7 @@ class Projector:
             )
             return
         if message.role != Role.ASSISTANT or message.is_final:
-            return  # a delta after step.completed is ignored (§2 tolerance)
+            return  # a delta after step.completed is ignored (docs/events.md#tolerance tolerance)
         self._append(message, payload["delta"], event)
 
     def _append(self, message: Message, text: str, event: Event) -> None:
@@ -686,7 +687,7 @@ class Projector:
             message.tool_status = ToolStatus.SKIPPED if skipped else ToolStatus.SUCCESS
             message.content = text
 
-    # -- SPEC §13 tool approval ---------------------------------------------
+    # -- docs/events.md#approvals tool approval ---------------------------------------------
 
     def _on_agent_tool_approval_requested(self, event: Event, payload: dict[str, Any]) -> None:
         """The entry waits for a person. Its deadline is reckoned from when the server
@@ -1002,8 +1003,9 @@ class Projector:
             self._save(message, event)
 
     def _end_streams(self, event: Event) -> None:
-        """A run that ends ends its streaming answers with the text they have (SPEC
-        §10: the page then shows their final Markdown, as a fresh load does)."""
+        """A run that ends ends its streaming answers with the text they have
+        (docs/rendering.md#streaming-text: the page then shows their final Markdown, as a fresh load
+        does)."""
         self.flush()
         for row in self._of_run(STREAMING, event.run_id):
             message = self._messages.get(row.message_id) or row
@@ -1154,7 +1156,8 @@ class Projector:
                 self._written[message.pk] = message
             self._dirty = {}
         self._flush_appends()
-        if self._searchable:  # in this transaction, for what this flush wrote (SPEC §15)
+        # in this transaction, for what this flush wrote (docs/rendering.md#search)
+        if self._searchable:
             search_index.index_messages(self._searchable.values())
             self._searchable = {}
 

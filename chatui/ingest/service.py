@@ -246,7 +246,7 @@ def _drop_duplicates(
 
 def _announced(projector: Projector, *, outermost: bool) -> ChangeSet:
     """The changes the on-commit frame gets: with the rows as this call wrote them
-    (`ChangeSet.written`), so it need not read them back (SPEC §8 P2), when this is
+    (`ChangeSet.written`), so it need not read them back (docs/PERFORMANCE.md#p2), when this is
     the outermost transaction: the frame is rendered as it commits, and its rows are
     exactly as of its last seq (a read could give a newer one's; both are what the
     kept tail promises, chatui.live.tail_cache). Inside a caller's transaction later writes

@@ -311,7 +311,8 @@ def canonical_json(value: Any) -> str:
     )
 
 
-# -- failures that are only text or details (SPEC §2 [001], G15) ------------------------
+# -- failures that are only text or details (docs/events.md#agentspine, docs/rendering.md#g15)
+# ------------------------
 
 _EXIT_CODE = re.compile(r"\[exit code: (-?\d{1,10})\]\s*\Z")
 
@@ -357,7 +358,7 @@ def _whole_number(value: Any) -> int | None:
 
 
 def result_text(result: Any) -> str:
-    """The human-readable text of a tool result (SPEC §3 `content`)."""
+    """The human-readable text of a tool result (docs/events.md#canonical-messages `content`)."""
     if result is None:
         return ""
     if isinstance(result, str):

@@ -1,4 +1,5 @@
-"""The writer threads: where the hot write paths run `ingest` (SPEC §8 P2, §2.2).
+"""The writer threads: where the hot write paths run `ingest` (docs/PERFORMANCE.md#p2,
+docs/events.md#streaming-channel).
 
 A few long-lived threads that keep their database connections. Django would give each
 request's sync code a thread of its own and, with CONN_MAX_AGE=0, a connection opened

@@ -1,4 +1,4 @@
-"""A conversation's latest tool batch, kept from one live frame to the next (SPEC §8
+"""A conversation's latest tool batch, kept from one live frame to the next (docs/PERFORMANCE.md
 tool steps, issue 12).
 
 A tool event's frame sends the entry that changed and its batch's summary, and the
@@ -17,9 +17,9 @@ attempt: most) is brought up to date entry by entry, its summary counted from th
 lending the entries that did not change (presenters.KeptRoots). Anything else falls
 back to reading the batch (chatui.live.frames), which keeps what it read: a gap (another
 process or thread wrote in between), a removed message, a rebuilt projection, a
-message the batch does not hold changing, a batch that ended, a giant batch (§10)
-crossing BATCH_WINDOW for the first time. Kept batches are only replaced by newer
-ones, never by older ones.
+message the batch does not hold changing, a batch that ended, a giant batch
+(docs/rendering.md#long-transcripts) crossing BATCH_WINDOW for the first time. Kept batches are only
+replaced by newer ones, never by older ones.
 
 Only the projection writes Message rows, and every write comes with a seq and its
 ChangeSet except a rebuild (`ingest.reproject`: new rows under the same seqs). Its own
@@ -64,7 +64,8 @@ KEPT_TEXT = 256 * 1024
 class KeptBatch:
     """A tool batch through the conversation's last message: no message in `rows`
     ends it (selectors.breaks_batch), and `rows` is exactly what `batch_slice` returns
-    for any of its top-level entries (with `head`, the part not loaded, SPEC §10)."""
+    for any of its top-level entries (with `head`, the part not loaded,
+    docs/rendering.md#long-transcripts)."""
 
     seq: int  # `rows` are at least as new as this seq
     rows: tuple[Message, ...]
@@ -251,7 +252,8 @@ def _windowed(
     roots: int,
     changes: ChangeSet,
 ) -> KeptBatch | None:
-    """The batch cut to its latest BATCH_WINDOW top-level entries (SPEC §10), as
+    """The batch cut to its latest BATCH_WINDOW top-level entries
+    (docs/rendering.md#long-transcripts), as
     `batch_slice` cuts it: the entries that leave the window are counted in its head."""
     head = batch.head
     if roots < BATCH_WINDOW and head is not None:

@@ -156,8 +156,8 @@ class RowPacer:
             self._sent.popitem(last=False)
 
 
-#: How often a conversation's row may go out (SPEC §10: the list is live; a quarter of
-#: a second is under what a reader notices in a list).
+#: How often a conversation's row may go out (docs/rendering.md#list-and-rail: the list is live; a
+#: quarter of a second is under what a reader notices in a list).
 ROW_INTERVAL = 0.25
 ROWS = RowPacer(ROW_INTERVAL)
 _trailing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
@@ -199,7 +199,7 @@ class Outbox:
     does not wait for the send: the sockets' own loop does that work, and a frame
     costs the writer a deque append (py-spy over bench/p2: waiting on `async_to_sync`
     was a sixth of the writer's samples). A viewer that misses a frame still catches
-    up by seq (SPEC §5), as before."""
+    up by seq (docs/rendering.md#live-updates), as before."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
@@ -275,8 +275,8 @@ _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 def put_in_memory(layer: InMemoryChannelLayer, group: str, message: dict) -> None:
     """The in-memory layer's `group_send`, reduced to what it does for a group's members
     from the event loop: a copy of the message in each member's queue, or none when
-    the queue is full (silently, as there: SPEC §5, the viewer resumes by seq). Its
-    own makes a task per member and waits for them with `as_completed` (~28 µs for one
+    the queue is full (silently, as there: docs/rendering.md#live-updates, the viewer resumes by
+    seq). Its own makes a task per member and waits for them with `as_completed` (~28 µs for one
     viewer), for sends that never wait; and each `send` deep-copies the message, makes
     a new `asyncio.Queue` only for `setdefault` to drop it, and checks a channel name
     the layer checked when the member joined. Here a flat message (a frame: strings

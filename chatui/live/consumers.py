@@ -1,4 +1,5 @@
-"""WebSocket consumer: a read-only window on one conversation (SPEC §5, SEC4).
+"""WebSocket consumer: a read-only window on one conversation (docs/rendering.md#live-updates,
+SEC4).
 
 It joins the conversation's group *first*, then replays what the page missed
 since `?after=<seq>`, so live frames queue behind the replay in order. It never
@@ -182,10 +183,11 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             await super().dispatch(message)
 
     async def refuse_input(self) -> None:
-        """The socket only pushes; input goes through the form POST (SPEC §5), and the
-        page never sends. Whoever does is closed at once: daphne queues every incoming
-        message for the consumer without limit, and merely ignoring a flood of small
-        frames let one client grow the server by hundreds of MB (tests/web/test_flood.py)."""
+        """The socket only pushes; input goes through the form POST
+        (docs/rendering.md#live-updates), and the page never sends. Whoever does is closed at once:
+        daphne queues every incoming message for the consumer without limit, and merely ignoring a
+        flood of small frames let one client grow the server by hundreds of MB
+        (tests/web/test_flood.py)."""
         await self._end(CLOSE_NO_INPUT)
 
     async def transcript_frame(self, message: dict) -> None:
@@ -383,8 +385,8 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
 
 class ConversationListConsumer(TranscriptConsumer):
     """`/ws/rows/`: the reader's own conversation rows, live, for the list
-    page and the rail (SPEC §10). Rows are rendered once by the broadcaster and sent
-    to the reader's rows group; this consumer only forwards them, and shares the
+    page and the rail (docs/rendering.md#list-and-rail). Rows are rendered once by the broadcaster
+    and sent to the reader's rows group; this consumer only forwards them, and shares the
     transcript consumer's access rules: a signed-in reader, closed on logout or when
     the session no longer belongs to them, counted against the per-user socket cap,
     never taking input."""

@@ -1,7 +1,7 @@
 """Live frames: the HTML partials an ingest changed, rendered once for every viewer.
 
 A frame is a marker comment `<!--seq FIRST LAST-->` followed by top-level
-elements that the htmx ws extension swaps out-of-band by id (SPEC §5):
+elements that the htmx ws extension swaps out-of-band by id (docs/rendering.md#live-updates):
 replaced in place when the element exists, appended to #transcript when the
 message is new, deleted when the projection removed it. When a run ends (S3)
 or the projection is rebuilt, the frame is the whole transcript instead, so
@@ -46,7 +46,7 @@ class Frame:
     last_seq: int
     html: str
     # Only streamed text appended to bubbles: a viewer's socket may join such frames
-    # that follow each other into one (chatui.live.consumers, SPEC §8 P5).
+    # that follow each other into one (chatui.live.consumers, docs/PERFORMANCE.md#p5).
     streamed_text_only: bool = False
 
 
@@ -133,7 +133,7 @@ def _changed_parts(
     done_messages: set[int] = set()
     runs: dict[str, dict[int, presenters.Item]] = {}  # a run's shown steps, read once
     # The conversation's latest messages: the changed ones, their tool batch and their
-    # run's thinking lines are usually among them (SPEC §8 P1, P2). Kept from the frame
+    # run's thinking lines are usually among them (docs/PERFORMANCE.md#p1, #p2). Kept from the frame
     # before when this one leads on from it: then only the changed rows are read.
     seqs = (span.first_seq, span.last_seq, span.changes) if span is not None else None
     key = span.key if span is not None else None
@@ -180,7 +180,7 @@ def _tail_size(changed: int) -> int:
 class _Batches:
     """The tool batches a frame shows. The conversation's kept batch (chatui.live.batch_cache)
     when this frame's changes lead on from it: its rows are not read again, and only
-    its entries that changed are presented anew (SPEC §8 tool steps: a tool event's
+    its entries that changed are presented anew (docs/PERFORMANCE.md tool steps: a tool event's
     frame costs what changed, not the batch). Any other batch is read (`_batch_of`), and
     kept when it is the conversation's latest."""
 
@@ -241,7 +241,8 @@ def _touched_batches(
             if batch is None:
                 continue
             touched: set[int] = set()
-            # An entry outside a giant batch's window (SPEC §10) changes its summary only.
+            # An entry outside a giant batch's window (docs/rendering.md#long-transcripts) changes
+            # its summary only.
             for pk in _entry_pks(batch) | batch.hidden_pks:
                 found[pk] = (batch, touched)
         if message.pk in found:
@@ -252,8 +253,9 @@ def _touched_batches(
 def _batch_parts(
     batch: presenters.ToolBatchView, touched: set[int], created: set[int]
 ) -> list[str]:
-    """A new batch whole; else its summary and only the entries that changed (§10):
-    the reader's focus, selection and open <details> elsewhere in it stay untouched."""
+    """A new batch whole; else its summary and only the entries that changed
+    (docs/rendering.md#watching-a-run): the reader's focus, selection and open <details> elsewhere
+    in it stay untouched."""
     if _all_created(batch.entries, created):
         return [_render_item(batch, append=True)]
     parts = [render_partial(TEMPLATE + "#batch-summary", {"item": batch, "oob": True})]
@@ -290,8 +292,8 @@ def _append(container: str, html: str) -> str:
 def _superseded_spinners(
     messages: list[Message], created: set[int], tail: selectors.Tail
 ) -> list[str]:
-    """§10 one status line: whatever a run adds replaces its thinking line, in the
-    same frame (presenters.superseded_spinners decides which lines are hidden)."""
+    """docs/rendering.md#one-status-line one status line: whatever a run adds replaces its thinking
+    line, in the same frame (presenters.superseded_spinners decides which lines are hidden)."""
     latest: dict[str, Message] = {}  # per run, its newest new message: one query per run
     new_in_run: dict[str, int] = {}
     for message in messages:  # in position order
@@ -367,7 +369,7 @@ def _entry_pks_of(entries: Iterable[presenters.ToolEntryView]) -> set[int]:
 
 
 # A message's HTML by its view: a frame that adds or ends a run's step re-renders the
-# run's other shown messages (the meta line may move), mostly unchanged (SPEC §8 P1,
+# run's other shown messages (the meta line may move), mostly unchanged (docs/PERFORMANCE.md#p1,
 # P2). A view is frozen and compared by value, and its HTML depends only on it and the
 # active time zone and language. Tool batches are not kept: a float and an int that
 # are equal (a progress of 1 and 1.0) would be one key for two outputs.
@@ -385,7 +387,7 @@ _TEMPLATES: dict[str, tuple[Any, bool]] = {}
 def render_partial(name: str, context: dict[str, Any]) -> str:
     """`render_to_string(name, context)`, the same HTML, without finding the template
     anew (the engines, the partials and cached loaders, the backend's wrapper): a live
-    frame renders two or three partials per event (SPEC §8 P2)."""
+    frame renders two or three partials per event (docs/PERFORMANCE.md#p2)."""
     found = _TEMPLATES.get(name)
     if found is None:
         template = get_template(name)
@@ -428,7 +430,7 @@ def _render_item(item, *, append: bool) -> str:
 def delta_part(message_pk: int, seq: int, text: str) -> str:
     """Streamed text appended (escaped) to the bubble of a message the page shows as
     streaming, with the seq it brings so a bubble rendered later than it is not
-    appended to twice (chatui.js); no database read, no Markdown (SPEC §8 P5)."""
+    appended to twice (chatui.js); no database read, no Markdown (docs/PERFORMANCE.md#p5)."""
     return (
         f'<div hx-swap-oob="beforeend:#m-{message_pk} [data-stream-text]" data-delta-seq="{seq}">'
         f"{escape(text)}</div>"

@@ -1,4 +1,4 @@
-"""Closing WebSockets whose access was taken away (SPEC §6 SEC4).
+"""Closing WebSockets whose access was taken away (docs/rendering.md#sec4).
 
 A socket was authorised once, when it connected. Every consumer also joins a
 group for its session and one for its user, so that:

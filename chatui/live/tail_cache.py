@@ -1,4 +1,4 @@
-"""A conversation's latest messages kept from one live frame to the next (SPEC §8 P2,
+"""A conversation's latest messages kept from one live frame to the next (docs/PERFORMANCE.md#p2,
 issue 12).
 
 Every live frame starts from the conversation's newest messages (`selectors.Tail`,

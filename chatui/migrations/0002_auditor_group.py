@@ -1,4 +1,4 @@
-"""The `auditor` group: view-only access to transcripts in the admin (SPEC §11).
+"""The `auditor` group: view-only access to transcripts in the admin (docs/rendering.md#admin).
 
 Members (who also need `is_staff` to log into the admin) may view conversations,
 their messages, raw events and runs, and nothing else: no change, add or delete

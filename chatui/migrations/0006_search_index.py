@@ -1,4 +1,4 @@
-"""The full-text index of SPEC §15, in the database's own engine (see chatui.read.search).
+"""The full-text index of docs/rendering.md#search, in the database's own engine (see chatui.read.search).
 
 SQLite: two FTS5 tables — chatui_message_search (rowid = message id) and
 chatui_title_search (title, and the conversation's id as a token to find its row).

@@ -1,4 +1,4 @@
-"""SPEC §13: tool approval — two tool statuses (one 17 characters long) and chatui.approve_tool.
+"""docs/events.md#approvals: tool approval — two tool statuses (one 17 characters long) and chatui.approve_tool.
 
 Widening `tool_status` makes Django rebuild chatui_message on SQLite, which drops the
 search index's delete trigger (0006_search_index): it is created again here.

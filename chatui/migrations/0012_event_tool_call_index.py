@@ -1,4 +1,4 @@
-"""Look a tool up by its call id within its conversation (SPEC §8 P2, issue 12).
+"""Look a tool up by its call id within its conversation (docs/PERFORMANCE.md#p2, issue 12).
 
 SQLite keeps no statistics, and rated lookups by tool_call_id alone dearer than
 walking the conversation: for each tool event it read every tool message of the

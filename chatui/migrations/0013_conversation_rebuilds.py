@@ -1,4 +1,4 @@
-"""Count a conversation's projection rebuilds (SPEC §8 P2, issue 12).
+"""Count a conversation's projection rebuilds (docs/PERFORMANCE.md#p2, issue 12).
 
 Live frames keep a conversation's latest messages per process and bring them up to
 date from each ingest's ChangeSet (chatui.live.tail_cache). `ingest.reproject` writes new

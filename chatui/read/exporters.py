@@ -1,4 +1,4 @@
-"""Transcript exports (SPEC §9). Read-only: plain queries, never a write.
+"""Transcript exports (docs/events.md#exports). Read-only: plain queries, never a write.
 
 - `messages`: the canonical seed-000 JSON, `{"conversation": {...}, "messages": [...]}`.
 - `events`:   the raw event log as JSONL, one event per line in seq order, each
@@ -27,7 +27,7 @@
     run's `agent.step.completed` `tokens`: chatui's event contract carries one
     count, not OTel's input/output split); and `chatui.*` for what has no
     convention (run id and status, tool status, args summary, duration).
-  * tool approval (SPEC §13): the request and the decision are span events of the
+  * tool approval (docs/events.md#approvals): the request and the decision are span events of the
     tool's span, `chatui.tool.approval_requested` (reason) and `chatui.tool.approval`
     (decision, decided_by, note), at the times the server recorded them.
     A stored number that ingest would not accept today (a row from before the
@@ -396,7 +396,7 @@ def _tool_span(
 
 
 def _approval_span_events(meta: dict[str, Any]) -> dict[str, Any]:
-    """SPEC §13: the request and its decision as span events on the tool's span
+    """docs/events.md#approvals: the request and its decision as span events on the tool's span
     ({} when the tool was never put to a person, so other spans stay as they were)."""
     approval = meta.get("approval")
     if not isinstance(approval, dict):

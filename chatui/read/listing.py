@@ -1,5 +1,5 @@
-"""The conversation list and the rail (SPEC §10): one row per conversation, as plain
-data for `chatui/_conversation_row.html`.
+"""The conversation list and the rail (docs/rendering.md#list-and-rail): one row per conversation,
+as plain data for `chatui/_conversation_row.html`.
 
 A row reads only what `selectors.with_row_data` annotated onto the conversation, so
 a page of rows costs one query. Its status is the latest run's own status (a run's

@@ -1,4 +1,4 @@
-"""Assistant Markdown → sanitised HTML (SPEC R2, SEC1, SEC2).
+"""Assistant Markdown → sanitised HTML (docs/rendering.md#r2, #sec1, #sec2).
 
 Two layers, so that one mistake is not enough to run script in the page:
 

@@ -1,4 +1,4 @@
-"""Messages → view objects: SPEC §4's render rules as plain Python data.
+"""Messages → view objects: docs/rendering.md#render-rules's render rules as plain Python data.
 
 Templates only display what these frozen dataclasses hold; every decision
 (what is shown, how it is cut, batched, nested, titled) is made here, once, for
@@ -25,8 +25,8 @@ Decisions where the spec is silent (each is also noted where it is made):
   assistant message, once that message is final. Assistant messages without a
   run_id are their own run.
 
-Why it is long: every render rule of SPEC §4 is decided here and nowhere else, so
-the view dataclasses and the rules that fill them stay side by side; splitting them
+Why it is long: every render rule of docs/rendering.md#render-rules is decided here and nowhere
+else, so the view dataclasses and the rules that fill them stay side by side; splitting them
 would scatter one rule's data from its logic.
 """
 
@@ -76,7 +76,7 @@ from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .markdown import render_markdown
 from .windows import BATCH_WINDOW, PENDING, BatchHead
 
-# -- limits (SPEC G3, G4, G12) ------------------------------------------------
+# -- limits (docs/rendering.md#g3, #g4, #g12) ------------------------------------------------
 ARG_VALUE_CHARS = 250
 ARGS_CHARS = 1200
 INLINE_RESULT_CHARS = 80
@@ -103,7 +103,7 @@ class TemplateView:
     """A view the templates read. Django's template engine tries a name as a key
     first and as an attribute only when that raises: here the key is the attribute,
     which saves a raised exception per name a render reads (about 40 in a tool entry
-    of a live frame, SPEC §8 P2). A name the view lacks still fails as before."""
+    of a live frame, docs/PERFORMANCE.md#p2). A name the view lacks still fails as before."""
 
     __slots__ = ()
 
@@ -155,8 +155,8 @@ class AssistantView(MessageView):
     meta_line: Text | None
     run_id: Key
     validation: Text | None = None  # T2: an old <validation> block, shown as its own block
-    # While streaming: the raw text, shown escaped; deltas append to it (SPEC §10). The
-    # Markdown is rendered once, when the message ends.
+    # While streaming: the raw text, shown escaped; deltas append to it
+    # (docs/rendering.md#streaming-text). The Markdown is rendered once, when the message ends.
     text: Text = ""
 
 
@@ -253,7 +253,8 @@ class ToolEntryView(TemplateView):
     attempt_history: Text | None = None  # G14: "failed once, succeeded on 2/3"
     args_text: AttrText | None = None  # G16: what Copy args copies
     failure: Text | None = None  # G15: why details make this a failure ("exit code 2")
-    approval: ApprovalView | None = None  # SPEC §13: asked for a person's decision
+    # docs/rendering.md#approvals: asked for a person's decision
+    approval: ApprovalView | None = None
     # P3, a page's size bound (`_bounded`): what the entry leaves out of the page is
     # fetched from `texts_url` + "output" / "details" / "args" (chatui.web.tool_text_views).
     texts_url: Key | None = None  # set when anything is left out
@@ -270,7 +271,8 @@ class ToolEntryView(TemplateView):
 
     @property
     def icon(self) -> str:
-        """The head's mark (G5, G6, §13, [001] skipped, T2), by precedence."""
+        """The head's mark (G5, G6, docs/rendering.md#approvals, [001] skipped, T2), by
+        precedence."""
         if self.is_error:
             return "✖"
         if self.status == "denied":
@@ -284,7 +286,7 @@ class ToolEntryView(TemplateView):
         return "✓"
 
     # What the template tests, each one name: a live frame renders entries one by one
-    # and every name in a condition costs a template lookup (SPEC §8 P2).
+    # and every name in a condition costs a template lookup (docs/PERFORMANCE.md#p2).
 
     @property
     def inline_result(self) -> ResultView | None:
@@ -317,7 +319,8 @@ class ToolEntryView(TemplateView):
 
 @dataclass(frozen=True)
 class LiveLineView(TemplateView):
-    """§10 "Watching a run": the running entry as its batch's summary shows it."""
+    """docs/rendering.md#watching-a-run "Watching a run": the running entry as its batch's summary
+    shows it."""
 
     title: ToolText
     progress_line: ToolText | None
@@ -327,7 +330,7 @@ class LiveLineView(TemplateView):
 
 @dataclass(frozen=True)
 class ApprovalView(TemplateView):
-    """SPEC §13: why the runtime asks, and what was decided (by whom, when)."""
+    """docs/rendering.md#approvals: why the runtime asks, and what was decided (by whom, when)."""
 
     reason: ToolText
     is_awaiting: bool  # Approve / Deny are shown (to those who may decide)
@@ -352,15 +355,17 @@ class ToolBatchView(TemplateView):
     running_count: int
     open: bool
     updated_seq: int
-    skipped_text: Text | None = None  # "1 skipped" (SPEC §2), muted
-    names_text: ToolText | None = None  # §10: "List Files, Read File +3"; None for a batch of one
+    skipped_text: Text | None = None  # "1 skipped" (docs/events.md#agent-tool-completed), muted
+    # docs/rendering.md#watching-a-run: "List Files, Read File +3"; None for a batch of one
+    names_text: ToolText | None = None
     running_text: Text | None = None  # "2 running"
     queued_text: Text | None = None  # "9 queued"
-    live: LiveLineView | None = None  # §10: the running entry, shown in the summary
-    awaiting_text: Text | None = None  # "1 awaiting approval" (SPEC §13)
-    denied_text: Text | None = None  # "1 denied", muted (SPEC §13)
-    # SPEC §10/P3: a batch shows at most its latest BATCH_WINDOW top-level entries;
-    # "show N earlier calls" fetches the ones before `earlier_before` (a position).
+    # docs/rendering.md#watching-a-run: the running entry, shown in the summary
+    live: LiveLineView | None = None
+    awaiting_text: Text | None = None  # "1 awaiting approval" (docs/rendering.md#approvals)
+    denied_text: Text | None = None  # "1 denied", muted (docs/rendering.md#approvals)
+    # docs/rendering.md#long-transcripts/P3: a batch shows at most its latest BATCH_WINDOW top-level
+    # entries; "show N earlier calls" fetches the ones before `earlier_before` (a position).
     earlier_count: int = 0
     earlier_before: int | None = None
     conversation_id: Any = None
@@ -391,7 +396,7 @@ def pretty_json(value: Any) -> str:
 
     With an indent, json encodes in Python and builds its encoding functions anew on
     every call, which cost more than encoding an entry's args and result (G8, G16: each
-    tool event's frame prints them twice, SPEC §8 P2). They are built once per thread
+    tool event's frame prints them twice, docs/PERFORMANCE.md#p2). They are built once per thread
     here (they keep the containers being encoded, to find circular references)."""
     if isinstance(value, str):
         return json.encoder.encode_basestring(value)  # as JSONEncoder.encode does
@@ -764,7 +769,7 @@ def _tool_entry(
 
     A finished entry without children is presented once (`_FINISHED`): a live frame
     presents the whole batch around the entry that changed, and a tool step would
-    otherwise cost as much as every entry before it (SPEC §8, tool steps)."""
+    otherwise cost as much as every entry before it (docs/PERFORMANCE.md, tool steps)."""
     key = _finished_key(message, display, depth) if not children else None
     if key is None:
         return _present_entry(message, now=now, display=display, children=children, depth=depth)
@@ -837,7 +842,8 @@ def _present_entry(
     title = neutralise(humanise_tool_name(message.tool_name))
     error_text = (meta.get("tool_error") or content or failure) if is_error else None
     call = neutralise(call_line(message.tool_name, meta.get("args"), meta.get("args_summary")))
-    # The display text of §3 is `content`; nothing is shown until the tool ends (G5).
+    # The display text of docs/events.md#canonical-messages is `content`; nothing is shown until the
+    # tool ends (G5).
     result = None if status in PENDING else present_result(content or (error_text or ""))
     details, args_text = _details_json(meta), _args_text(meta)
     left_out: dict[str, Any] = {}
@@ -953,7 +959,8 @@ def _args_text(meta: dict[str, Any]) -> str | None:
 
 
 def present_approval(message: Message, meta: dict[str, Any]) -> ApprovalView | None:
-    """SPEC §13: the reason, the buttons while awaiting, then the decision line."""
+    """docs/rendering.md#approvals: the reason, the buttons while awaiting, then the decision
+    line."""
     approval = meta.get("approval")
     if not isinstance(approval, dict):
         return None
@@ -1109,7 +1116,7 @@ class KeptRoots:
     (chatui.live.batch_cache). Presenting is a function of an entry's messages (and of the
     clock while one pends): an entry none of whose messages changed (`dirty`) and
     whose nesting is the same is lent as it was, so a tool event's frame presents the
-    entries it changed, not the whole batch (SPEC §8 tool steps). Frames show
+    entries it changed, not the whole batch (docs/PERFORMANCE.md tool steps). Frames show
     `MASKED` text only: what is kept was presented that way."""
 
     views: dict[int, KeptRoot] = field(default_factory=dict)
@@ -1167,8 +1174,8 @@ def flat_batch_after(
 ) -> FlatBatch | None:
     """`before` with the changes since: the entries of the `dirty` tool messages (and
     of the pending ones: their clock moves) presented anew, new ones added, those
-    that left the window (SPEC §10: now counted in `head`) dropped, and the summary
-    counted from the old counts, not from every entry. `rows` are the batch's
+    that left the window (docs/rendering.md#long-transcripts: now counted in `head`) dropped, and
+    the summary counted from the old counts, not from every entry. `rows` are the batch's
     messages now (`index`: pk → place), `roots` of them tools, all top-level. None
     when the batch is not what this follows (it is then presented in full)."""
     entries = list(before.view.entries)
@@ -1302,7 +1309,8 @@ def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[To
         # before: a runtime that announces a step's calls up front (the demo agent)
         # queues them all, so attempt 2 lands after its queued siblings.
         # Only a numbered attempt continues one (`_retries`): checking the others against
-        # every chain made a giant batch's entries cost quadratic time (SPEC §8 P1, P3).
+        # every chain made a giant batch's entries cost quadratic time (docs/PERFORMANCE.md#p1,
+        # #p3).
         chain = None
         if _attempt(message) is not None:
             retried = (c for c in reversed(chains) if _retries(c[0][-1], c[1][-1], message))
@@ -1332,7 +1340,8 @@ _TITLE = attrgetter("title")
 
 
 def _names_text(entries: Sequence[ToolEntryView], shown: int = 2) -> str | None:
-    """§10: the batch's distinct tool titles, "List Files, Read File +3"."""
+    """docs/rendering.md#watching-a-run: the batch's distinct tool titles, "List Files, Read File
+    +3"."""
     if len(entries) < 2:
         return None  # a batch of one is titled with its tool already
     titles = list(dict.fromkeys(map(_TITLE, entries)))
@@ -1341,7 +1350,8 @@ def _names_text(entries: Sequence[ToolEntryView], shown: int = 2) -> str | None:
 
 
 def _live_line(running: ToolEntryView | None) -> LiveLineView | None:
-    """§10: the first running entry (nested ones too) with its progress and clock."""
+    """docs/rendering.md#watching-a-run: the first running entry (nested ones too) with its progress
+    and clock."""
     if running is None:
         return None
     return LiveLineView(
@@ -1421,9 +1431,9 @@ def _batch_view(
         queued_text=_counted(every.queued, "queued"),
         names_text=_names_text(entries),
         live=_live_line(every.first_running),
-        # G6: a batch holding an error renders expanded; §10: so does one holding a
-        # running entry, until none runs (a fresh load then shows it closed again),
-        # and one waiting for a person (SPEC §13: its buttons must be in sight).
+        # G6: a batch holding an error renders expanded; docs/rendering.md#watching-a-run: so does
+        # one holding a running entry, until none runs (a fresh load then shows it closed again),
+        # and one waiting for a person (docs/rendering.md#approvals: its buttons must be in sight).
         open=outcomes.failed > 0 or running > 0 or every.awaiting > 0,
         awaiting_text=_counted(every.awaiting, "awaiting approval"),
         denied_text=_counted(every.denied, "denied"),
@@ -1439,7 +1449,7 @@ def _batch_view(
 @dataclass
 class _Tally:
     """A batch's shown entries (nested ones too) counted in one walk: the summary asks
-    each of them this much at every live frame of a tool step (SPEC §8)."""
+    each of them this much at every live frame of a tool step (docs/PERFORMANCE.md)."""
 
     failed: int = 0
     skipped: int = 0
@@ -1449,7 +1459,8 @@ class _Tally:
     awaiting: int = 0
     denied: int = 0
     updated_seq: int = 0
-    first_running: ToolEntryView | None = None  # in display order (§10 live line)
+    # in display order (docs/rendering.md#watching-a-run live line)
+    first_running: ToolEntryView | None = None
 
     def count(self, entry: ToolEntryView, sign: int = 1) -> None:
         """Add (or take away) one entry; `first_running` and `updated_seq` are left to
@@ -1475,13 +1486,15 @@ class _Tally:
             tally.updated_seq = max(tally.updated_seq, entry.updated_seq)
             running = entry.is_pending and entry.status == ToolStatus.RUNNING
             if running and tally.first_running is None:
-                tally.first_running = entry  # the first in display order (§10 live line)
+                # the first in display order (docs/rendering.md#watching-a-run live line)
+                tally.first_running = entry
         return tally
 
 
 @dataclass(frozen=True)
 class _Outcomes:
-    """A batch summary's counts (SPEC §2: skipped is its own outcome, beside failed)."""
+    """A batch summary's counts (docs/events.md#agent-tool-completed: skipped is its own outcome,
+    beside failed)."""
 
     failed: int = 0
     skipped: int = 0
@@ -1499,9 +1512,9 @@ class _Outcomes:
     @classmethod
     def of_messages(cls, tools: Iterable[Message]) -> _Outcomes:
         """The counts of tool rows that are not presented (a giant batch's part outside
-        its window, SPEC §10), from the columns, exactly as `selectors._batch_head`
-        counts them in SQL: an empty status is pending, and a pending call whose run
-        ended without its result (`no_result_recorded`, which the projection only
+        its window, docs/rendering.md#long-transcripts), from the columns, exactly as
+        `selectors._batch_head` counts them in SQL: an empty status is pending, and a pending call
+        whose run ended without its result (`no_result_recorded`, which the projection only
         ever writes as true) is not running."""
         failed = skipped = running = updated_seq = 0
         for tool in tools:
@@ -1628,9 +1641,9 @@ def present_status(message: Message, display: Display = MASKED) -> StatusView:
 
 
 def superseded_spinners(messages: Sequence[Message]) -> set[int]:
-    """§10 one status line: a run's `thinking` line shows only while nothing of its run
-    came after it; a later spinner, tool or answer of the run takes its place (and
-    the page drops the old spinner in the same frame, so nothing above moves)."""
+    """docs/rendering.md#one-status-line one status line: a run's `thinking` line shows only while
+    nothing of its run came after it; a later spinner, tool or answer of the run takes its place
+    (and the page drops the old spinner in the same frame, so nothing above moves)."""
     hidden: set[int] = set()
     later: set[str] = set()  # runs that have something after the message being read
     for message in reversed(messages):

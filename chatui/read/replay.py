@@ -1,5 +1,5 @@
-"""Time travel and replay (SPEC §14): any past moment is a projection of a prefix of
-the log, rendered by the same projector, presenters and partials as the live page.
+"""Time travel and replay (docs/rendering.md#time-travel): any past moment is a projection of a
+prefix of the log, rendered by the same projector, presenters and partials as the live page.
 
 How a prefix is projected without touching the real projection: the events ≤ seq are
 applied by `Projector` (the very one ingest runs) to a scratch conversation, and the

@@ -1,4 +1,4 @@
-"""Invisible characters made visible to auditors (SPEC §11), stored text unchanged.
+"""Invisible characters made visible to auditors (docs/rendering.md#admin), stored text unchanged.
 
 Bidi controls, zero-width characters, other format and control characters and
 tag characters can make a transcript read differently from what it holds.
@@ -112,14 +112,16 @@ def show_invisible(text: str, kind: TextKind) -> str:
     return reveal_invisible(text)
 
 
-#: The admin's transcript: secrets masked (T3), invisible characters marked (SPEC §11).
+#: The admin's transcript: secrets masked (T3), invisible characters marked
+#: (docs/rendering.md#admin).
 SHOW_INVISIBLE = Display(transform=show_invisible)
 
 
 def pretty_json(value: Any) -> SafeString:
     """A JSON value, pretty-printed, escaped, invisible characters revealed."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-    # tabindex: a scrollable box must be reachable by keyboard (axe, SPEC §10).
+    # tabindex: a scrollable box must be reachable by keyboard (axe,
+    # docs/rendering.md#accessibility).
     return format_html('<pre class="chatui-json" tabindex="0">{}</pre>', reveal_invisible(text))
 
 

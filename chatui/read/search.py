@@ -1,4 +1,4 @@
-"""Full-text search over transcripts (SPEC §15) through the database's own index.
+"""Full-text search over transcripts (docs/rendering.md#search) through the database's own index.
 
 What is searchable: conversation titles, and of every message what a reader can see of
 it — user and assistant text, status lines, and a tool call's name, arguments, result,

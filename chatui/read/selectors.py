@@ -3,8 +3,8 @@
 Why it is long: the transcript's windowed reads — a page's window, a tool batch's
 walk back to what starts it (`batch_slice`, `batch_before`), and a live frame's read
 of the newest messages (`Tail`) that those walks start from — share their walking
-helpers and must agree with each other on where a batch starts (SPEC §10), so they
-stay in one module.
+helpers and must agree with each other on where a batch starts (docs/rendering.md#long-transcripts),
+so they stay in one module.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def conversation_for_writer(
     `ingest` with `check_writer=user`, and ingest checks the same rule (`may_write`) on
     the row it locks. For an owner this process has seen post to it before, the row is
     not read here: a conversation of only its key and owner is given — one read of the
-    row per event, not two (SPEC §8 P2)."""
+    row per event, not two (docs/PERFORMANCE.md#p2)."""
     if checked_by_ingest and _owners.get(conversation_id) == user.pk:
         return Conversation.with_columns("default", id=conversation_id, owner_id=user.pk)
     conversation = CONVERSATION.one(pk=conversation_id)
@@ -143,7 +143,7 @@ def read_by_pk(pks: Iterable[int]) -> list[Message]:
 #: How many of a conversation's latest messages a live frame reads first: a frame
 #: usually changes the newest messages, and this many usually hold their tool batch
 #: back to what starts it and the run's latest thinking lines, so the walks below
-#: need no query of their own (SPEC §8 P1, P2). A longer walk goes on by query.
+#: need no query of their own (docs/PERFORMANCE.md#p1, #p2). A longer walk goes on by query.
 FRAME_TAIL = 16
 
 
@@ -172,7 +172,8 @@ def latest_messages(conversation_id, limit: int | None = None) -> Tail:
 
 
 # The reads of every live frame, compiled once per LIMIT (chatui.db.prepared): building and
-# compiling them with the ORM costs about 0.3 ms each, more than running them (SPEC §8 P1).
+# compiling them with the ORM costs about 0.3 ms each, more than running them
+# (docs/PERFORMANCE.md#p1).
 
 
 @lru_cache(maxsize=32)  # one shape per LIMIT: FRAME_TAIL, and a few in tests
@@ -246,8 +247,9 @@ def _is_step_of(message: Message, run_id: str) -> bool:
 
 
 def spinners_before(message: Message, limit: int = 1, tail: Tail | None = None) -> list[Message]:
-    """The latest `thinking` lines of `message`'s run before it (§10: one status line):
-    those `tail` holds, and when they are fewer than `limit`, the rest by query."""
+    """The latest `thinking` lines of `message`'s run before it (docs/rendering.md#one-status-line:
+    one status line): those `tail` holds, and when they are fewer than `limit`, the rest by
+    query."""
     found: list[Message] = []
     below = message.position
     if tail is not None and tail.holds(message.position):
@@ -362,8 +364,8 @@ def _among_latest(query: QuerySet[Message], position: int, limit: int) -> bool:
 def _widen_back(query: QuerySet[Message], window: list[Message]) -> MessageWindow:
     """Back through the batch the window opens in, up to the message before it.
 
-    A giant batch (SPEC §10, P3) shows only its latest BATCH_WINDOW entries, so it is
-    loaded back only as far as those need; the part before is counted in one query
+    A giant batch (docs/rendering.md#long-transcripts, P3) shows only its latest BATCH_WINDOW
+    entries, so it is loaded back only as far as those need; the part before is counted in one query
     and described by the result's `batch_head` (the window then opens inside it)."""
     if not window or breaks_batch(window[0]):
         return MessageWindow(window)
@@ -442,8 +444,8 @@ def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
     """The messages of the tool batch holding `message` (and its ancestors' batch).
 
     Of a giant batch only what its latest BATCH_WINDOW entries need is loaded; the
-    part before is counted (`batch_head`), as on the page (SPEC §10). What `tail`
-    holds is not read again: a batch near the end of the conversation costs no query
+    part before is counted (`batch_head`), as on the page (docs/rendering.md#long-transcripts). What
+    `tail` holds is not read again: a batch near the end of the conversation costs no query
     (nor a query built and left unused: building one costs about as much as a row)."""
     start = batch_start(message)
     # From the batch's start through `message`, then on to the next breaker.
@@ -515,7 +517,7 @@ def _rows_before(conversation_id, position: int, tail: Tail | None) -> Iterator[
             return
         position = tail.messages[0].position
     # By position, not OFFSET: each chunk is one index seek, and its query is compiled
-    # once per size (a live frame's walk back through a tool batch, SPEC §8 tool steps).
+    # once per size (a live frame's walk back through a tool batch, docs/PERFORMANCE.md tool steps).
     size = _FIRST_CHUNK
     while True:
         chunk = _older(size).all(conversation=conversation_id, below=position)

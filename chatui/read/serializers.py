@@ -1,4 +1,5 @@
-"""Conversations and messages as JSON: the seed-000 output contract (SPEC §3)."""
+"""Conversations and messages as JSON: the seed-000 output contract
+(docs/events.md#canonical-messages)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ from chatui.models import ToolStatus
 
 PENDING = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 
-#: SPEC §10: a batch renders at most its latest 200 top-level entries (P3).
+#: docs/rendering.md#long-transcripts: a batch renders at most its latest 200 top-level entries
+#: (P3).
 BATCH_WINDOW = 200
 
 

@@ -1,5 +1,5 @@
 """ASGI: `POST /api/v1/conversations/{id}/events` straight to the API view, on the
-writer thread (SPEC §8 P2: the single-event request is the product's hot path).
+writer thread (docs/PERFORMANCE.md#p2: the single-event request is the product's hot path).
 
 Django drives a sync view from a thread of its own per request: a new thread, a new
 database connection opened and closed (CONN_MAX_AGE=0 on SQLite, the pool's checkout

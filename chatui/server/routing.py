@@ -23,8 +23,8 @@ websocket_urlpatterns = [
     re_path(r"", unknown_path),
 ]
 
-# SPEC §2.2: the runtimes' channel. Bearer token, no session, so not behind the
-# viewer sockets' Origin check and session middleware (see `IngestSockets`).
+# docs/events.md#streaming-channel: the runtimes' channel. Bearer token, no session, so not behind
+# the viewer sockets' Origin check and session middleware (see `IngestSockets`).
 ingest_websocket_urlpatterns = [
     path("ws/ingest/<uuid:conversation_id>/", IngestConsumer.as_asgi()),
     re_path(r"", unknown_path),

@@ -1,4 +1,4 @@
-"""The ingest API (SPEC §2.1): JSON in, JSON out, bearer tokens.
+"""The ingest API (docs/events.md#http-api): JSON in, JSON out, bearer tokens.
 
 Views are thin: authenticate, decode, call a selector or `ingest`, answer.
 Every failure is a JSON `{"error", "index"?, "field"?}` with a 4xx status: a wrong
@@ -51,7 +51,7 @@ class JsonAnswer(JsonResponse):
     """`JsonResponse(data, status=status)`, byte for byte, made for less: the encoder
     is not made anew for each answer, and the body is handed over as bytes (the
     encoder's output is ASCII), not as text whose charset is looked up in the
-    Content-Type. The API's hot answers (SPEC §8 P2: one per single-event request)."""
+    Content-Type. The API's hot answers (docs/PERFORMANCE.md#p2: one per single-event request)."""
 
     def __init__(self, data: dict, status: int = 200) -> None:
         body = _ENCODER.encode(data).encode("ascii")
@@ -191,7 +191,8 @@ def conversation_detail(request: HttpRequest, conversation_id) -> JsonResponse:
     conversation = selectors.conversation_for_writer(request.user, conversation_id)
     if conversation is None:
         return error("conversation not found", 404)
-    approvals.expire_overdue(conversation)  # SPEC §13: decided on read, nobody need watch
+    # docs/events.md#approvals: decided on read, nobody need watch
+    approvals.expire_overdue(conversation)
     messages = [message_to_dict(m) for m in selectors.messages_of(conversation)]
     return JsonResponse(
         {
@@ -223,7 +224,7 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
         return error(
             f"'after' must be a whole number from 0 to {MAX_SEQ}, in ASCII digits", field="after"
         )
-    # SPEC §13: a runtime reading its feed learns of an expiry that is due, as every
+    # docs/events.md#approvals: a runtime reading its feed learns of an expiry that is due, as every
     # other read path does (the approval clock records it at the deadline besides).
     approvals.expire_overdue(conversation)
     events = list(selectors.events_after(conversation, after))

@@ -1,4 +1,4 @@
-"""Tool approval over HTTP (SPEC §13): the Approve / Deny form, the API's decision,
+"""Tool approval over HTTP (docs/events.md#approvals): the Approve / Deny form, the API's decision,
 and the runtime's long poll. Thin: the rules live in chatui.ingest.approvals.
 
 The long poll is an async view on purpose. Under daphne every sync view runs on one

@@ -1,4 +1,5 @@
-"""The streaming ingest channel (SPEC §2.2): a WebSocket at `/ws/ingest/{id}/`.
+"""The streaming ingest channel (docs/events.md#streaming-channel): a WebSocket at
+`/ws/ingest/{id}/`.
 
 A runtime that streams tokens keeps one socket per conversation open instead of a
 request per event. This consumer is a *writer* by design, like the API view, and as
@@ -10,15 +11,16 @@ Protocol, one JSON text message at a time, each one event, a list of events or
 `{"events": [...]}` as the HTTP API takes them:
 - after the transaction commits: `{"ack": [event_id, …], "accepted": n,
   "duplicates": d, "last_seq": s}` (events without an `event_id` are counted only);
-- a bad message: the §2.1 error `{"error", "index"?, "field"?, "status"}`, nothing of
+- a bad message: the docs/events.md#http-api error `{"error", "index"?, "field"?, "status"}`,
+nothing of
   that message applied, and the channel stays open;
 - a runtime that loses the socket re-sends what was not acknowledged: events already
   stored are duplicates (no-ops), acknowledged again.
 
 Coalescing (group commit): messages that arrive while the previous write runs are
 written together, in one transaction. While only `agent.message.delta` events wait,
-the writer holds them up to `TICK_SECONDS` for more (the client's own rule, §2.2); any
-other event is written at once.
+the writer holds them up to `TICK_SECONDS` for more (the client's own rule,
+docs/events.md#streaming-channel); any other event is written at once.
 
 Bounds (so a runtime faster than the database cannot grow the server): a socket holds at
 most CHATUI_INGEST_MAX_PENDING_BYTES of messages not yet acknowledged (and
@@ -223,7 +225,7 @@ class IngestConsumer(AsyncWebsocketConsumer):
                 await self._ack([message], result)
 
     async def _ingest(self, events: list[NormalisedEvent]) -> IngestResult:
-        # On a writer thread that keeps its connection, as the events POST is (SPEC §8).
+        # On a writer thread that keeps its connection, as the events POST is (docs/PERFORMANCE.md).
         return await on_writer(ingest_normalised, self.conversation, events)
 
     async def _ack(self, batch: list[Pending], result: IngestResult) -> None:

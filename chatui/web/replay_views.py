@@ -1,5 +1,5 @@
-"""Pages for SPEC §14: a past moment (`/c/{id}/?at=N`), one moment's transcript for the
-player (`/c/{id}/at/N`), and the player (`/c/{id}/replay`). Read-only: no composer,
+"""Pages for docs/rendering.md#time-travel: a past moment (`/c/{id}/?at=N`), one moment's transcript
+for the player (`/c/{id}/at/N`), and the player (`/c/{id}/replay`). Read-only: no composer,
 no live socket. Owners and auditors, like the conversation page."""
 
 from __future__ import annotations

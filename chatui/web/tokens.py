@@ -1,5 +1,5 @@
 """Bearer tokens: looked up by their hash, and kept for a few seconds once found
-valid (SPEC §6 SEC5, §8 P2).
+valid (docs/events.md#sec5, docs/PERFORMANCE.md#p2).
 
 A runtime sends its token with every request — one per event, when it posts
 single events — and looking it up is a database query on a thread of its own:
@@ -10,7 +10,7 @@ Only valid tokens are kept: a wrong one is looked up every time, so guessing
 costs what it did. Taking access away is seen at once by the process that made
 the change — deleting or saving a token, saving, deactivating or deleting its
 user, or changing a user's groups or permissions clears this process's cache —
-and by every other process (cluster mode, SPEC §12.1) within the cache's
+and by every other process (cluster mode, docs/SCALING.md) within the cache's
 lifetime, as an open ingest socket sees it within `ingest_socket.RECHECK_SECONDS`.
 """
 

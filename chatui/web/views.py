@@ -24,14 +24,14 @@ from chatui.read import listing, pages, presenters, search, selectors
 from . import replay_views
 
 LIST_LIMIT = 100
-#: Conversations in the conversation page's rail (wide screens, SPEC §10).
+#: Conversations in the conversation page's rail (wide screens, docs/rendering.md#list-and-rail).
 RAIL_LIMIT = 30
 
 
 @login_required
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    """The reader's conversations, or with `?q=` the search results (SPEC §15)."""
+    """The reader's conversations, or with `?q=` the search results (docs/rendering.md#search)."""
     query = request.GET.get("q", "")
     if not query.strip():
         rows = listing.present_rows(selectors.conversation_rows(request.user, LIST_LIMIT))
@@ -71,9 +71,10 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     """The conversation; with `?m=<message id>` (a search hit) the window around it;
     with `?at=<seq>` as it stood after that event, read-only."""
     conversation = _viewable(request, conversation_id)
-    if "at" in request.GET:  # a past moment (SPEC §14)
+    if "at" in request.GET:  # a past moment (docs/rendering.md#time-travel)
         return replay_views.time_travel_page(request, conversation, request.GET["at"])
-    approvals.expire_overdue(conversation)  # SPEC §13: deadlines pass with nobody watching
+    # docs/rendering.md#approvals: deadlines pass with nobody watching
+    approvals.expire_overdue(conversation)
     anchor = _optional_number(request, "m")
     if anchor is False:
         return HttpResponse("'m' must be a message id (ASCII digits)", status=400)
@@ -119,7 +120,8 @@ def transcript_fragment(request: HttpRequest, conversation_id) -> HttpResponse:
 @login_required
 @require_GET
 def earlier_calls(request: HttpRequest, conversation_id, batch_start: int) -> HttpResponse:
-    """ "Show N earlier calls" of a windowed tool batch (SPEC §10): the entries before
+    """ "Show N earlier calls" of a windowed tool batch (docs/rendering.md#long-transcripts): the
+    entries before
     `before`, themselves windowed. htmx inserts them in place of the control; without
     JavaScript the link opens them as a page."""
     conversation = _viewable(request, conversation_id)
@@ -151,7 +153,8 @@ def earlier_messages(request: HttpRequest, conversation_id) -> HttpResponse:
 @login_required
 @require_POST
 def send_message(request: HttpRequest, conversation_id) -> HttpResponse:
-    """The composer: a plain form POST that htmx enhances (SPEC §5, L4, §10).
+    """The composer: a plain form POST that htmx enhances (docs/rendering.md#live-updates, L4,
+    docs/rendering.md#composer).
 
     The user's message is ingested, then a run of the configured agent starts off
     the request. With htmx the answer is a live frame holding the new message, so
@@ -204,7 +207,7 @@ def _refuse(
 @login_required
 @require_POST
 def stop_run(request: HttpRequest, conversation_id) -> HttpResponse:
-    """The Stop button: the run ends as failed, "stopped by user" (SPEC §10)."""
+    """The Stop button: the run ends as failed, "stopped by user" (docs/rendering.md#composer)."""
     conversation = selectors.conversation_for_writer(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")

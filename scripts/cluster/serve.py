@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""N daphne processes behind one port (SPEC §12.1), for `make run-cluster`.
+"""N daphne processes behind one port (docs/SCALING.md), for `make run-cluster`.
 
 Each process gets its own listening socket on the same port (SO_REUSEPORT), opened
 here and inherited (`daphne --fd`). The kernel spreads new connections evenly over

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PostgreSQL and Redis for cluster mode (SPEC §12.1), run from a folder of the
+# PostgreSQL and Redis for cluster mode (docs/SCALING.md), run from a folder of the
 # checkout — no system service, nothing outside that folder but Debian's packages.
 #
 #   services.sh install   install PostgreSQL and Redis from Debian's packages when missing

@@ -1,4 +1,4 @@
-"""SPEC §11: the Django admin as the auditing tool (chatui/admin/).
+"""docs/rendering.md#admin: the Django admin as the auditing tool (chatui/admin/).
 
 Auditors (the `auditor` group, staff) list, filter, search, open and export
 transcripts and nothing else; nobody deletes events; untrusted text is escaped

@@ -1,4 +1,5 @@
-"""The demo agent, its tools and the showcase (SPEC §9, §4 coverage by the script).
+"""The demo agent, its tools and the showcase (docs/events.md#agents, docs/rendering.md#render-rules
+coverage by the script).
 
 Runs are driven for real: `start_run` on an asyncio loop, events through
 `ingest` in the worker thread, assertions on the resulting Messages and Events.
@@ -470,7 +471,7 @@ def test_calculator_refuses_everything_else(expression, error):
 )
 def test_calculator_bounds_hostile_operands_before_computing(expression, error):
     """The calculator refuses, from the operands' sizes, any operation whose result
-    would leave ±10^100, so none can hold the GIL for seconds (SPEC §7)."""
+    would leave ±10^100, so none can hold the GIL for seconds (docs/events.md#reliability)."""
     outcome, _ = run_tool("calculate", {"expression": expression})
     if error is None:
         assert outcome.ok and outcome.text == "2"

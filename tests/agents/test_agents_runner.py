@@ -1,4 +1,5 @@
-"""Runs (SPEC §9, §10): start, stop, refuse while busy, interjections, failures, registry.
+"""Runs (docs/events.md#agents, docs/rendering.md#composer): start, stop, refuse while busy,
+interjections, failures, registry.
 
 Runs are real asyncio tasks on a loop started by the test; their events go
 through `ingest` in the worker thread (hence transactional test databases).

@@ -1,4 +1,4 @@
-"""The webhook agent (SPEC §9) against a fake runtime: a real HTTP server on
+"""The webhook agent (docs/events.md#webhook-agents) against a fake runtime: a real HTTP server on
 loopback that records what chatui POSTs, answers as told, and then posts the
 run's events back through chatui's events API (as a real runtime would)."""
 

@@ -1,4 +1,4 @@
-"""SPEC §13 in the built-in agents: the demo agent asks before its one destructive
+"""docs/events.md#approvals in the built-in agents: the demo agent asks before its one destructive
 tool, and the showcase shows approved, denied and expired. Runs are driven for real
 (`start_run` on an asyncio loop, events through ingest), as in test_agents_demo."""
 

@@ -1,4 +1,4 @@
-"""SPEC §13: a webhook runtime receives the decision on its approval request as a
+"""docs/events.md#approvals: a webhook runtime receives the decision on its approval request as a
 callback POST (against the fake runtime of test_agents_webhook: a real HTTP server)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""SPEC §10 accessibility: axe-core finds no serious or critical violation on the login,
-list, conversation (first load, during a run with a streaming answer, after it),
+"""docs/rendering.md#accessibility accessibility: axe-core finds no serious or critical violation on
+the login, list, conversation (first load, during a run with a streaming answer, after it),
 showcase and admin change pages, in the light and the dark scheme."""
 
 from __future__ import annotations

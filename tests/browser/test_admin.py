@@ -1,4 +1,4 @@
-"""SPEC §11 in a real browser: an auditor logs into the admin and reads a transcript
+"""docs/rendering.md#admin in a real browser: an auditor logs into the admin and reads a transcript
 built through the API, rendered by the page's partials, under the same CSP."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
     page.click("[data-start-showcase]")
     page.wait_for_url("**/c/*/")
     page.wait_for_function("() => window.__chatuiSocketOpen === true", timeout=10000)
-    # §10: the composer is disabled while the demo runs, and says why.
+    # docs/rendering.md#composer: the composer is disabled while the demo runs, and says why.
     expect(page.locator("#composer-busy")).to_be_visible()
     expect(page.locator("#composer-content")).to_be_disabled()
     expect(page.locator("[data-run-error]")).to_be_attached(timeout=60000)  # S2, run 2

@@ -1,5 +1,5 @@
-"""SPEC §13 in a real browser against the real daphne server: a runtime asks through
-the API, people decide on the page, the runtime learns the decision by long poll."""
+"""docs/rendering.md#approvals in a real browser against the real daphne server: a runtime asks
+through the API, people decide on the page, the runtime learns the decision by long poll."""
 
 from __future__ import annotations
 

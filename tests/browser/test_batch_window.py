@@ -1,5 +1,5 @@
-"""SPEC §10 in a real browser: "show N earlier calls" inserts a giant batch's earlier
-entries in place (no navigation), then the ones before them, and a live call still
+"""docs/rendering.md#long-transcripts in a real browser: "show N earlier calls" inserts a giant
+batch's earlier entries in place (no navigation), then the ones before them, and a live call still
 lands in the windowed batch."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""SPEC §10 / issue 15 in a real browser: the conversation list opens at the top, its
-rows show a preview and counts, a running run's status updates live; the rail lists
+"""docs/rendering.md#list-and-rail / issue 15 in a real browser: the conversation list opens at the
+top, its rows show a preview and counts, a running run's status updates live; the rail lists
 the reader's other conversations beside the transcript on wide screens, not on phones."""
 
 from __future__ import annotations

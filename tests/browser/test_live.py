@@ -1,4 +1,5 @@
-"""SPEC §5 in a real browser over a real WebSocket: L1–L4, G2 live, S3 equality."""
+"""docs/rendering.md#live-updates in a real browser over a real WebSocket: L1–L4, G2 live, S3
+equality."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""SPEC §14 in a real browser: the replay player plays, pauses, steps and scrubs, and
-each frame it shows is the page as it stood after that event."""
+"""docs/rendering.md#time-travel in a real browser: the replay player plays, pauses, steps and
+scrubs, and each frame it shows is the page as it stood after that event."""
 
 from __future__ import annotations
 

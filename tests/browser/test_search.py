@@ -1,4 +1,4 @@
-"""SPEC §15 in a real browser: the list's search box finds words in tool results and
+"""docs/rendering.md#search in a real browser: the list's search box finds words in tool results and
 tool args with the match in <mark>, never another user's conversation, and a hit older
 than the latest 200 messages opens the conversation at that entry."""
 

@@ -1,6 +1,6 @@
-"""A streamed answer in a real browser over a real daphne (SPEC §8 P5, §10, S3, L3):
-deltas are appended in place, the end brings the final Markdown equal to a fresh
-load, and a reconnect mid-stream shows the whole text once."""
+"""A streamed answer in a real browser over a real daphne (docs/PERFORMANCE.md#p5,
+docs/rendering.md#streaming-text, S3, L3): deltas are appended in place, the end brings the final
+Markdown equal to a fresh load, and a reconnect mid-stream shows the whole text once."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""SPEC §4 in a real browser: the showcase conversation shows every render rule,
-and the DOM hooks of §4.5 are where themes, tests and scripts expect them."""
+"""docs/rendering.md#render-rules in a real browser: the showcase conversation shows every render
+rule, and the DOM hooks of docs/rendering.md#dom-hooks are where themes, tests and scripts expect
+them."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def test_hooks_transcript_and_messages(shown, showcase, chatui_server):
     with chatui_server.api() as api:
         last_seq = api.get(f"/conversations/{showcase}").json()["last_seq"]
     assert shown.get_attribute("#transcript", "data-last-seq") == str(last_seq)
-    # §10: no live region over the whole transcript (it would re-read per token); finished
-    # items are announced once through #announcer.
+    # docs/rendering.md#accessibility: no live region over the whole transcript (it would re-read
+    # per token); finished items are announced once through #announcer.
     assert shown.get_attribute("#transcript", "aria-live") is None
     assert shown.get_attribute("#announcer", "aria-live") == "polite"
     roles = shown.eval_on_selector_all(
@@ -56,7 +57,8 @@ def test_hooks_transcript_and_messages(shown, showcase, chatui_server):
     )
     assert set(roles) == {"user", "assistant", "tool", "status"}
     ids = shown.eval_on_selector_all("#transcript [id]", "els => els.map(e => e.id)")
-    # Built from server pks only (SPEC §4.5): a batch's summary and entry lists too.
+    # Built from server pks only (docs/rendering.md#dom-hooks): a batch's summary and entry lists
+    # too.
     server_id = re.compile(r"^[mb]-\d+(-summary|-entries|-children)?$")
     assert all(server_id.match(i) for i in ids)
     assert shown.locator("form#composer textarea[name=content]").count() == 1
@@ -98,7 +100,8 @@ def test_r4_tool_entries_in_batches_monospace(shown):
 
 
 def test_r5_status_lines(shown):
-    # §10 one status line: both runs' thinking lines gave way to the work that followed.
+    # docs/rendering.md#one-status-line one status line: both runs' thinking lines gave way to the
+    # work that followed.
     assert shown.locator('[data-status-type="thinking"]').count() == 0
     assert (
         shown.locator('[data-status-type="info"]')

@@ -1,5 +1,5 @@
-"""SPEC §10 "Watching a run" and G14–G16 in a real browser over a real WebSocket:
-live batch summaries, entry-by-entry updates that keep the reader's place, autoscroll
+"""docs/rendering.md#watching-a-run "Watching a run" and G14–G16 in a real browser over a real
+WebSocket: live batch summaries, entry-by-entry updates that keep the reader's place, autoscroll
 with batches open, one honest outcome, attempt history, full output in place, one
 status line, the heading and the composer's reason."""
 

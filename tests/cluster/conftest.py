@@ -1,4 +1,4 @@
-"""Cluster mode (SPEC §12.1): several ASGI processes, one PostgreSQL, one Redis.
+"""Cluster mode (docs/SCALING.md): several ASGI processes, one PostgreSQL, one Redis.
 
 These tests run in `make test-cluster` only (DATABASE_URL on PostgreSQL and
 REDIS_URL set; tests/conftest.py deselects them otherwise).

@@ -1,4 +1,5 @@
-"""Cluster mode under fire, the short run (SPEC §21; bench/cluster_faults.py is the full one).
+"""Cluster mode under fire, the short run (docs/SCALING.md#cluster-under-fire;
+bench/cluster_faults.py is the full one).
 
 2 web processes and a run worker on PostgreSQL + Redis, viewers spread over 10
 conversations, writers posting in batches of 10 for 60 s; one web process SIGKILLed at

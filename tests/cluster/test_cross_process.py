@@ -1,4 +1,5 @@
-"""Two ASGI processes on one PostgreSQL + Redis behave as one server (SPEC §12.1, §5, §7)."""
+"""Two ASGI processes on one PostgreSQL + Redis behave as one server (docs/SCALING.md,
+docs/rendering.md#live-updates, docs/events.md#reliability)."""
 
 from __future__ import annotations
 

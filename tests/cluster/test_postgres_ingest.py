@@ -1,5 +1,6 @@
 """`ingest` on PostgreSQL: row locks instead of a process lock, retried deadlocks, and
-storage that keeps what SQLite keeps (SPEC §1, §7, §12.1)."""
+storage that keeps what SQLite keeps (docs/events.md#architecture, docs/events.md#reliability,
+docs/SCALING.md)."""
 
 from __future__ import annotations
 

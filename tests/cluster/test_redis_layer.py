@@ -1,4 +1,5 @@
-"""The Redis channel layer keeps quiet sockets open (SPEC §12.1, §5).
+"""The Redis channel layer keeps quiet sockets open (docs/SCALING.md,
+docs/rendering.md#live-updates).
 
 channels-redis waits for a process's messages with a blocking BZPOPMIN of
 `RedisChannelLayer.brpop_timeout` (5 s) and loops. redis-py 8 reads with a 5 s socket

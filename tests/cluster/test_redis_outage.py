@@ -1,4 +1,5 @@
-"""Redis stopped and started under a serving process (SPEC §21, issue 28 "Cluster under fire").
+"""Redis stopped and started under a serving process (docs/SCALING.md#cluster-under-fire, issue 28
+"Cluster under fire").
 
 Found by bench/cluster_faults.py (Redis shut down for 5 s under 100 viewers):
 every WebSocket handshake answered a bare 500 while Redis was away (383 in 5 s); the

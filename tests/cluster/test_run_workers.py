@@ -1,6 +1,6 @@
-"""Agent runs in run workers (SPEC §12.1, §8, §7): web processes only enqueue; a run
-goes on whichever web process dies; Stop reaches it from any process; a dead
-worker's run ends failed ("worker lost") within the bound, never "running" forever.
+"""Agent runs in run workers (docs/SCALING.md, docs/PERFORMANCE.md, docs/events.md#reliability): web
+processes only enqueue; a run goes on whichever web process dies; Stop reaches it from any process;
+a dead worker's run ends failed ("worker lost") within the bound, never "running" forever.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hot queries compiled once (chatui.db.prepared, SPEC §8 P2): the same rows, as the
+"""Hot queries compiled once (chatui.db.prepared, docs/PERFORMANCE.md#p2): the same rows, as the
 same objects, as the ORM gives — without compiling the query again."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §8 P2: prepared statements convert their values with shortcuts for the common
+"""docs/PERFORMANCE.md#p2: prepared statements convert their values with shortcuts for the common
 types (chatui.db.prepared._converter); every value must reach the database exactly as
 the field's own `get_db_prep_save` would send it."""
 

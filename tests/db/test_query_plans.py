@@ -1,5 +1,5 @@
 """O(new work), not O(conversation), on SQLite: the statements one event runs read
-indexes by what they look for, not the conversation's messages in order (SPEC §8 P1,
+indexes by what they look for, not the conversation's messages in order (docs/PERFORMANCE.md#p1,
 P2). SQLite keeps no statistics unless ANALYZE runs, and then prefers an index that
 gives the ORDER BY over one that narrows the search: a run's steps were read by
 walking every message of the conversation (bench/profile_ingest.py --statements)."""

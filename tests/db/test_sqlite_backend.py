@@ -1,5 +1,5 @@
 """chatui.db.sqlite: Django's SQLite backend with each statement's placeholders converted
-once (SPEC §8 P2: the conversion was ~3 % of a single event's CPU), giving exactly the
+once (docs/PERFORMANCE.md#p2: the conversion was ~3 % of a single event's CPU), giving exactly the
 statements Django's own cursor gives."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""[001] AgentSpine's real event stream, posted unchanged (SPEC §2), and T2/T3/G15."""
+"""[001] AgentSpine's real event stream, posted unchanged (docs/events.md#agentspine), and
+T2/T3/G15."""
 
 from __future__ import annotations
 
@@ -203,8 +204,8 @@ def test_t3_secrets_masked_on_the_page(client, user, api, conversation):
 def test_g9_agentspine_non_object_details_render_as_json_on_the_page(
     client, user, api, conversation
 ):
-    """SPEC §2: AgentSpine's `details` is `Any`; a list, a string and a number each show
-    in the Details panel as JSON, with no kind rows, and the page renders."""
+    """docs/events.md#agentspine: AgentSpine's `details` is `Any`; a list, a string and a number
+    each show in the Details panel as JSON, with no kind rows, and the page renders."""
     events = [{"type": "agent_start"}]
     for call_id, details in (("l", ["a", {"b": "<i>"}]), ("s", "plain <b>"), ("n", 7)):
         events += [

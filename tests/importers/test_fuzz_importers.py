@@ -1,5 +1,5 @@
-"""Fuzzing the importers (SPEC §6, §7, §9): about 2,000 generated hostile files per
-run, across every format.
+"""Fuzzing the importers (docs/events.md#sec6, docs/events.md#reliability,
+docs/events.md#importers): about 2,000 generated hostile files per run, across every format.
 
 Each file is imported as the admin and the command do it (parse with no
 transaction open, then a new conversation and one ingest in a transaction).

@@ -1,4 +1,4 @@
-"""SPEC §9 importers and T2: files → events → `ingest` → the expected messages.
+"""docs/events.md#importers importers and T2: files → events → `ingest` → the expected messages.
 
 Each sample in tests/fixtures/imports/ imports to its committed
 `<format>.expected.json`. Regenerate those after an intended change with
@@ -798,7 +798,8 @@ def test_import_bad_file_raises_a_clear_error_and_changes_nothing(fmt, text, mes
     assert not Event.objects.filter(conversation=conversation).exists()
 
 
-# -- hostile files: a clear error, never a crash (SPEC §6, §7) -----------------------
+# -- hostile files: a clear error, never a crash (docs/events.md#sec6, docs/events.md#reliability)
+# -----------------------
 
 
 @pytest.mark.parametrize(("fmt", "case", "raw", "says"), HOSTILE_FILES)

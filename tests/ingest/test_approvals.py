@@ -1,4 +1,4 @@
-"""SPEC §13 tool approval without a browser: the contract, the projection, the
+"""docs/events.md#approvals tool approval without a browser: the contract, the projection, the
 presenters (plain data), the service's rules and the API (decision and long poll)."""
 
 from __future__ import annotations

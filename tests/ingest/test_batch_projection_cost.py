@@ -1,4 +1,4 @@
-"""SPEC §8 P2, issue 12: what projecting a batch of events costs. A batch reads by
+"""docs/PERFORMANCE.md#p2, issue 12: what projecting a batch of events costs. A batch reads by
 indexes what it looks for (never the conversation's whole event log), runs statements
 compiled once (no ORM compiling per batch), and a run's end costs the same number of
 queries however long the conversation is. What it stores is the same as before:

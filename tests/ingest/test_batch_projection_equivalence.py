@@ -1,4 +1,4 @@
-"""SPEC §8 P2 must not change what is stored: one session's events give the same
+"""docs/PERFORMANCE.md#p2 must not change what is stored: one session's events give the same
 messages, runs and conversation row whether they come one per request, in small
 batches or all in one, and a re-projection from the log gives them again.
 

@@ -1,5 +1,5 @@
-"""SPEC §8 P2/P5: a lone delta to an answer the page shows streaming is appended by one
-UPDATE that finds the message itself (no read first). It must store and announce
+"""docs/PERFORMANCE.md#p2, #p5: a lone delta to an answer the page shows streaming is appended by
+one UPDATE that finds the message itself (no read first). It must store and announce
 exactly what the read-then-append did: text appended only to an unfinished assistant
 answer, sent as just its text only when the page shows the answer streaming."""
 

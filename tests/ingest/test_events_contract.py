@@ -1,4 +1,5 @@
-"""SPEC §2: every event type validates and normalises; bad input names index and field."""
+"""docs/events.md#event-types: every event type validates and normalises; bad input names index and
+field."""
 
 from __future__ import annotations
 

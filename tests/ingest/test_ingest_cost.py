@@ -1,4 +1,4 @@
-"""SPEC §8 P2: what one ingest costs, and that the shortcuts taken for it keep the
+"""docs/PERFORMANCE.md#p2: what one ingest costs, and that the shortcuts taken for it keep the
 invariants (gap-free seqs, each event once, nothing remembered from a rolled-back
 transaction)."""
 

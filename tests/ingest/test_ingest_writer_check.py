@@ -1,4 +1,4 @@
-"""SEC5 with one read of the conversation per event (SPEC §8 P2): the events POST leaves
+"""SEC5 with one read of the conversation per event (docs/PERFORMANCE.md#p2): the events POST leaves
 the ownership check to `ingest`, which makes it on the row it locks, and refuses
 exactly as the view's own read did — 404, nothing written."""
 

@@ -1,4 +1,5 @@
-"""SPEC §2–§3: every event type's effect on messages, and the tolerance cases."""
+"""docs/events.md#event-types, #canonical-messages: every event type's effect on messages, and the
+tolerance cases."""
 
 from __future__ import annotations
 

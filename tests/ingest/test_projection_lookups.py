@@ -1,4 +1,4 @@
-"""SPEC §8 P2: the projection looks up only what an event can change. Progress logged
+"""docs/PERFORMANCE.md#p2: the projection looks up only what an event can change. Progress logged
 before a tool's entry exists is looked for when the entry appears, not again when a
 queued entry starts (G12)."""
 

@@ -1,5 +1,5 @@
 """chatui.ingest.writer_threads.WriterThreads: the writer threads' own queue, in place of a
-ThreadPoolExecutor (SPEC §8 P2: less of the event loop's time per write)."""
+ThreadPoolExecutor (docs/PERFORMANCE.md#p2: less of the event loop's time per write)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""SPEC §5, §8 P2: live HTML is rendered for a group only when someone may be in it
-(chatui.live.broadcast.may_have_members). A runtime posting while nobody watches pays for
-no frame and no list row; a viewer who opens the page later still gets every event.
+"""docs/rendering.md#live-updates, docs/PERFORMANCE.md#p2: live HTML is rendered for a group only
+when someone may be in it (chatui.live.broadcast.may_have_members). A runtime posting while nobody
+watches pays for no frame and no list row; a viewer who opens the page later still gets every event.
 
 The in-memory layer knows its groups; on Redis (cluster mode) chatui cannot know
 without a round trip, so it always renders: both are asserted, by layer."""

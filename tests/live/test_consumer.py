@@ -1,4 +1,5 @@
-"""SEC4 and the resume protocol (SPEC §5), through the real ASGI application."""
+"""SEC4 and the resume protocol (docs/rendering.md#live-updates), through the real ASGI
+application."""
 
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ async def test_refused_sockets_take_no_place_under_the_cap(people, settings):
 
 @pytest.mark.parametrize("frame", [{"text_data": "hi"}, {"bytes_data": b"\0" * 10_000}])
 async def test_client_input_closes_the_socket_with_4400(people, frame):
-    """The socket only pushes (SPEC §5): input is refused, not queued (tests/web/test_flood.py)."""
+    """The socket only pushes (docs/rendering.md#live-updates): input is refused, not queued
+    (tests/web/test_flood.py)."""
     owner, _, conversation = people
     communicator, _, _ = await connect(conversation, owner, after=0)
     await communicator.send_to(**frame)

@@ -1,4 +1,4 @@
-"""SPEC §8 P2: live frames render their partials without looking the template up
+"""docs/PERFORMANCE.md#p2: live frames render their partials without looking the template up
 each time (frames.render_partial), and that changes no byte of what they render."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §8 P2 (issue 12): a live frame reads no rows it already has.
+"""docs/PERFORMANCE.md#p2 (issue 12): a live frame reads no rows it already has.
 
 Each process keeps a conversation's latest messages between live frames
 (chatui.live.tail_cache) and brings them up to date from the next frame's ChangeSet, reading

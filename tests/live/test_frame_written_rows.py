@@ -1,4 +1,4 @@
-"""SPEC §8 P2 (issue 12): the frame after an ingest reads back no row that ingest wrote.
+"""docs/PERFORMANCE.md#p2 (issue 12): the frame after an ingest reads back no row that ingest wrote.
 
 An ingest's on-commit frame gets the messages its projection wrote, as written
 (`ChangeSet.written`), instead of reading them by pk. The rule these tests hold it to:
@@ -124,7 +124,8 @@ def seen(monkeypatch):
 
 
 class ApprovalScript(Script):
-    """test_frame_tail_kept's runs, with tools that ask a person first (SPEC §13)."""
+    """test_frame_tail_kept's runs, with tools that ask a person first
+    (docs/events.md#approvals)."""
 
     def _ask(self, at: dict, index: int) -> list[dict]:
         call = f"q{self.n}"

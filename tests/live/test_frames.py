@@ -1,4 +1,4 @@
-"""Live frames (SPEC §5): what one ingest sends to every viewer."""
+"""Live frames (docs/rendering.md#live-updates): what one ingest sends to every viewer."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def test_new_messages_are_appended_existing_ones_replaced_by_id(conversation):
     html = frame_for(
         conversation, {"type": "agent.tool.started", "tool_call_id": "c2", "tool_name": "cat"}
     )
-    # G2 and §10: the second tool is appended into the same batch's list, and only the
-    # batch's summary is swapped (now counting two); the batch itself is not re-rendered.
+    # G2 and docs/rendering.md#watching-a-run: the second tool is appended into the same batch's
+    # list, and only the batch's summary is swapped (now counting two); the batch itself is not
+    # re-rendered.
     assert html.count(f'hx-swap-oob="beforeend:#{batch_id}-entries"') == 1
     assert "beforeend:#transcript" not in html
     assert f'<details id="{batch_id}"' not in html

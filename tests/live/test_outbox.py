@@ -1,5 +1,6 @@
 """chatui.live.broadcast's outbox: a writer thread hands its frames to the event loop and
-goes on; the loop sends them in the order they were put (SPEC §5, §8 P2)."""
+goes on; the loop sends them in the order they were put (docs/rendering.md#live-updates,
+docs/PERFORMANCE.md#p2)."""
 
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ async def test_elsewhere_a_frame_is_sent_before_send_to_group_returns():
 
 @IN_MEMORY
 async def test_p2_a_viewer_whose_queue_is_full_misses_the_frame_and_the_others_get_it(settings):
-    """SPEC §5: a full queue drops the frame silently (the viewer resumes by seq); it
-    must not keep the frame from the group's other members."""
+    """docs/rendering.md#live-updates: a full queue drops the frame silently (the viewer resumes by
+    seq); it must not keep the frame from the group's other members."""
     settings.CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 2}}
     }

@@ -1,5 +1,5 @@
 """chatui.live.broadcast.put_in_memory: the in-memory layer's group send, made cheap for the
-frames a writer hands the event loop (SPEC §8 P2), and giving each member what the
+frames a writer hands the event loop (docs/PERFORMANCE.md#p2), and giving each member what the
 layer's own `group_send` gives it."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Streaming answers cost O(delta) (SPEC §8 P5, §10, issue 12 item 1): a delta appends
-in SQL and its live frame carries only the new text; the message's end brings the
-final Markdown, as a fresh load shows it."""
+"""Streaming answers cost O(delta) (docs/PERFORMANCE.md#p5, docs/rendering.md#streaming-text, issue
+12 item 1): a delta appends in SQL and its live frame carries only the new text; the message's end
+brings the final Markdown, as a fresh load shows it."""
 
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def test_s3_run_end_ends_its_streaming_answer_with_the_final_markdown(conversati
     message = Message.objects.get(message_id="a1")
     assert message.is_final and message.content == "Half **an** answer"
     assert "<strong>an</strong>" in fresh_transcript(conversation)
-    # A delta after the end is ignored, like one after step.completed (§2 tolerance).
+    # A delta after the end is ignored, like one after step.completed (docs/events.md#tolerance
+    # tolerance).
     ingest(conversation, [delta(" more", **run)])
     assert Message.objects.get(message_id="a1").content == "Half **an** answer"
 

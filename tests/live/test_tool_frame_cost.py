@@ -1,5 +1,5 @@
-"""SPEC §8 P1/P2: what the live frame of a tool event costs, and that making it cheaper
-changes no frame.
+"""docs/PERFORMANCE.md#p1, #p2: what the live frame of a tool event costs, and that making it
+cheaper changes no frame.
 
 The frame-equality check replays scenarios (the showcase, the recorded run, hostile
 input, AgentSpine progress, a P1 stream, nested sub-agents, retries, a giant batch
@@ -288,7 +288,7 @@ def test_p2_tool_started_frame_after_thinking_lines_reads_1_query(
     user, django_assert_max_num_queries
 ):
     """The run's two latest thinking lines are among the latest messages: the frame
-    deletes them with no query of its own (SPEC §10 one status line)."""
+    deletes them with no query of its own (docs/rendering.md#one-status-line one status line)."""
     conversation = Conversation.objects.create(owner=user, title="p2")
     events = [{"type": "user.message", "run_id": RUN, "content": "Go"}, status("running")]
     for step in range(3):
@@ -373,8 +373,9 @@ def test_a_frame_first_read_grows_with_its_changes_in_few_sizes(changed, size):
 
 
 def test_s10_a_thinking_line_added_and_replaced_in_one_frame_is_not_sent(user):
-    """§10 one status line: a batched ingest adds a thinking line and the work that
-    replaces it; the page never had it, so the frame neither renders nor deletes it."""
+    """docs/rendering.md#one-status-line one status line: a batched ingest adds a thinking line and
+    the work that replaces it; the page never had it, so the frame neither renders nor deletes
+    it."""
     conversation = Conversation.objects.create(owner=user, title="batched")
     ingest(conversation, timed([{"type": "user.message", "run_id": RUN, "content": "Go"}]))
     first, last, changes = frame_after(

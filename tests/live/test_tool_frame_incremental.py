@@ -1,4 +1,5 @@
-"""SPEC §8 tool steps (issue 12): a tool event's frame costs what changed, not the batch.
+"""docs/PERFORMANCE.md tool steps (issue 12): a tool event's frame costs what changed, not the
+batch.
 
 Live frames keep each conversation's latest tool batch (chatui.live.batch_cache) and bring
 it up to date from the next frame's ChangeSet instead of reading and presenting the
@@ -60,7 +61,7 @@ def kept_seq(conversation: Conversation) -> int | None:
 
 @pytest.fixture
 def small_window(monkeypatch):
-    """BATCH_WINDOW of 4: giant batches (SPEC §10) within a few events."""
+    """BATCH_WINDOW of 4: giant batches (docs/rendering.md#long-transcripts) within a few events."""
     for module in (presenters, selectors, batch_cache):
         monkeypatch.setattr(module, "BATCH_WINDOW", 4)
 
@@ -165,7 +166,7 @@ def test_p1_every_frame_of_a_giant_batch_from_the_kept_batch_equals_the_frame_re
     user, small_window, ingests
 ):
     """The same with a batch window of 4: entries leave the window into its counted
-    part (SPEC §10) while the batch is kept."""
+    part (docs/rendering.md#long-transcripts) while the batch is kept."""
     batch_cache.BATCHES.clear()
     play(user, ingests)
 
@@ -300,8 +301,8 @@ def test_p1_a_replayed_frame_neither_uses_nor_keeps_the_batch(user):
 
 
 def test_g5_a_running_entry_kept_in_the_batch_shows_the_time_of_each_frame(user, monkeypatch):
-    """A pending entry's clock moves (G5, §10 the summary's live line): it is presented
-    anew at every frame, never lent from the frame before."""
+    """A pending entry's clock moves (G5, docs/rendering.md#watching-a-run the summary's live line):
+    it is presented anew at every frame, never lent from the frame before."""
     from datetime import UTC, datetime, timedelta
 
     from django.utils import timezone
@@ -337,7 +338,7 @@ def test_p1_a_frame_changing_no_message_keeps_the_batch_following(user):
     sql, html = frame_queries(conversation, timed([tool("next")]))
     assert len(sql) <= 2 and 'data-batch-count="21"' in html
     # No walk back through the batch: the only read before a position is the run's
-    # thinking lines' (the new call replaces the latest, SPEC §10).
+    # thinking lines' (the new call replaces the latest, docs/rendering.md#one-status-line).
     assert all("thinking" in query for query in sql if '"position" <' in query)
 
 
@@ -368,7 +369,8 @@ def test_p1_a_tool_frame_presents_only_the_entries_that_changed(user, calls, mon
         _sql, html = frame_queries(conversation, timed(events))
         assert len(presented) == 1 and not whole
         assert f'data-batch-count="{calls + 1}"' in html
-        assert f'data-batch-open="{running}"' in html  # §10: open while one runs
+        # docs/rendering.md#watching-a-run: open while one runs
+        assert f'data-batch-open="{running}"' in html
 
 
 def test_p1_a_batch_holding_more_text_than_kept_text_is_read_not_kept(conversation, monkeypatch):

@@ -1,5 +1,5 @@
-"""SPEC §10 and P3: a tool batch renders at most its latest 200 entries; "show N
-earlier calls" fetches the rest (a fragment for htmx, a page without JavaScript);
+"""docs/rendering.md#long-transcripts and P3: a tool batch renders at most its latest 200 entries;
+"show N earlier calls" fetches the rest (a fragment for htmx, a page without JavaScript);
 live frames keep working on a windowed batch."""
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ def test_live_frame_of_a_giant_batch_loads_only_its_window(giant, django_assert_
     giant.refresh_from_db()
     with django_assert_max_num_queries(12):
         html = frames.change_frame(giant, result.last_seq, result.last_seq, result.changes).html
-    # §10 entry by entry: the summary (counting the whole batch) and the new entry only.
+    # docs/rendering.md#long-transcripts entry by entry: the summary (counting the whole batch) and
+    # the new entry only.
     assert html.count(ENTRY) == 1 and call_ids(html) == [CALLS]
     assert f'data-batch-count="{CALLS + 1}"' in html
 

@@ -89,7 +89,7 @@ EVENTS = [
         "output": "out\n→ step 2\n",
     },
     {"type": "agent.tool.completed", "tool_call_id": "s", "tool_name": "skip_me", "skipped": True},
-    # SPEC §13: asked, and decided with a note
+    # docs/rendering.md#approvals: asked, and decided with a note
     {
         "type": "agent.tool.approval_requested",
         "tool_call_id": "d",

@@ -1,4 +1,4 @@
-"""SPEC §8 tool steps: a finished tool entry is presented once, and a kept entry is
+"""docs/PERFORMANCE.md tool steps: a finished tool entry is presented once, and a kept entry is
 never shown where its message changed, for another display, or while it runs.
 
 (That the memo changes no live frame at all is proven by the golden frames of

@@ -1,4 +1,5 @@
-"""SPEC §9 exports: canonical messages JSON, raw events JSONL, OTLP/JSON GenAI spans."""
+"""docs/events.md#exports exports: canonical messages JSON, raw events JSONL, OTLP/JSON GenAI
+spans."""
 
 from __future__ import annotations
 

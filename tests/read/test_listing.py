@@ -1,4 +1,5 @@
-"""SPEC §10 / issue 15: the conversation list's rows (chatui.read.listing, selectors.with_row_data).
+"""docs/rendering.md#list-and-rail / issue 15: the conversation list's rows (chatui.read.listing,
+selectors.with_row_data).
 
 Each row: title, a one-line preview of the last message (escaped, secrets masked,
 clipped), "12 tools · 3 failed", the latest run's own status, a relative time that

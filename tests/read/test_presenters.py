@@ -1,4 +1,4 @@
-"""SPEC §4 render rules, one test (or more) per rule, named after it.
+"""docs/rendering.md#render-rules render rules, one test (or more) per rule, named after it.
 
 Every test feeds real events through ingest and the projection, then presents
 the conversation's messages exactly as the views do: no mocks.
@@ -876,7 +876,8 @@ def test_g9_batch_header_counts_skipped_beside_failed(conversation):
     assert (batch.failed_text, batch.skipped_text) == ("1 failed", "1 skipped")
 
 
-# -- §10 watching a run: live batch summaries ------------------------------------------
+# -- docs/rendering.md#watching-a-run watching a run: live batch summaries
+# ------------------------------------------
 
 
 def test_sec10_summary_names_distinct_tools_first_two_then_how_many_more(conversation, feed):
@@ -1049,7 +1050,8 @@ def test_sec10_a_queued_call_without_args_has_no_empty_details(conversation, fee
     assert found.details_json is None and found.args_text is None
 
 
-# -- §10 one status line ------------------------------------------------------------------
+# -- docs/rendering.md#one-status-line one status line
+# ------------------------------------------------------------------
 
 
 def test_sec10_a_run_shows_one_thinking_line_the_latest(conversation, feed):

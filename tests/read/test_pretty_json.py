@@ -1,5 +1,5 @@
 """G8/G16: Details and Copy args print JSON as `json.dumps(indent=2)` does; the
-presenter's printer (built once per thread, SPEC §8 P2) prints the same text."""
+presenter's printer (built once per thread, docs/PERFORMANCE.md#p2) prints the same text."""
 
 from __future__ import annotations
 

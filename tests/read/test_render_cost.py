@@ -1,4 +1,4 @@
-"""SPEC §8 P2: what makes a live frame's template renders cheaper changes no output.
+"""docs/PERFORMANCE.md#p2: what makes a live frame's template renders cheaper changes no output.
 
 A message's HTML is kept by its view (chatui.live.frames), the views answer the template
 engine's key lookup (presenters.TemplateView), and the partials print numbers

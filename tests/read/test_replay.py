@@ -1,4 +1,4 @@
-"""SPEC §14: time travel (`/c/{id}/?at=N`) and the replay page's server side.
+"""docs/rendering.md#time-travel: time travel (`/c/{id}/?at=N`) and the replay page's server side.
 
 The live reference for "as it stood after event N" is a second conversation fed the
 same events one at a time through ingest, its page rendered after each one: a live

@@ -1,4 +1,5 @@
-"""SPEC §15: full-text search through the database's own index (chatui/read/search.py).
+"""docs/rendering.md#search: full-text search through the database's own index
+(chatui/read/search.py).
 
 Every test runs against the configured database: SQLite's FTS5 by default, PostgreSQL's
 tsvector + GIN with DATABASE_URL=postgres://… (the cluster suite), through the same

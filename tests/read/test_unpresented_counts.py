@@ -1,5 +1,5 @@
-"""SPEC §10: a giant batch's summary counts the calls outside its window from the
-columns, in SQL on first load (`selectors._batch_head`) and in Python when a kept
+"""docs/rendering.md#long-transcripts: a giant batch's summary counts the calls outside its window
+from the columns, in SQL on first load (`selectors._batch_head`) and in Python when a kept
 batch's entries leave the window (`presenters.count_unpresented`): both must count
 every status the same way."""
 

@@ -1,4 +1,4 @@
-"""SPEC §8 P2: the events POST is routed beside Django's middleware chain onto a
+"""docs/PERFORMANCE.md#p2: the events POST is routed beside Django's middleware chain onto a
 writer thread that keeps its database connection (chatui.server.ingest_route), and
 answers exactly as the view does through Django."""
 

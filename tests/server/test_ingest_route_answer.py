@@ -1,4 +1,4 @@
-"""SPEC §8 P2: the routed events POST's request and answer are made cheaply
+"""docs/PERFORMANCE.md#p2: the routed events POST's request and answer are made cheaply
 (chatui.server.ingest_route.RoutedRequest, `on_the_wire`), and are what Django's own
 request and the middleware's headers would have been."""
 

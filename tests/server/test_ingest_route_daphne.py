@@ -1,4 +1,4 @@
-"""SPEC §8 P2: under daphne the events POST is served beside the ASGI application
+"""docs/PERFORMANCE.md#p2: under daphne the events POST is served beside the ASGI application
 (chatui.server.ingest_route.serve_on_daphne), and still answers, logs and persists as the
 application would."""
 

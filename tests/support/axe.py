@@ -1,5 +1,5 @@
-"""axe-core (bundled by axe-playwright-python) on a real page: SPEC §10's bar is no
-violation of serious or critical impact. The failure lists every offending rule with
+"""axe-core (bundled by axe-playwright-python) on a real page: docs/rendering.md#accessibility's bar
+is no violation of serious or critical impact. The failure lists every offending rule with
 its nodes, so the fix is obvious from the test output."""
 
 from __future__ import annotations

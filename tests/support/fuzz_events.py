@@ -187,7 +187,7 @@ GOOD: dict[str, st.SearchStrategy] = {
     "final_text": contract_text,
     "result_is_preview": st.booleans(),
     "phase": st.sampled_from(["start", "end"]),
-    # SPEC §13
+    # docs/events.md#approvals
     "reason": contract_text,
     "timeout_s": st.integers(0, MAX_APPROVAL_TIMEOUT_S) | st.floats(0, MAX_APPROVAL_TIMEOUT_S),
 }
@@ -212,7 +212,8 @@ ALIAS_SETS = {
 }
 
 
-#: What a runtime may post: `tool.approval` is chatui's own (SPEC §13), a near miss here.
+#: What a runtime may post: `tool.approval` is chatui's own (docs/events.md#approvals), a near miss
+#: here.
 KINDS = st.sampled_from(
     tuple(kind for kind in EVENT_TYPES if kind not in SERVER_ONLY_TYPES) + tuple(ALIASES)
 )

@@ -1,7 +1,7 @@
 """Rendered transcripts as compact, readable text, for golden files.
 
 The HTML of a transcript (a page, or one entry's outerHTML taken from a live
-browser) is read through the stable DOM hooks of SPEC §4.5 and the entry's own
+browser) is read through the stable DOM hooks of docs/rendering.md#dom-hooks and the entry's own
 `data-tool-*` markers, and written one line per thing a person sees: each
 message, each batch header, and per tool entry its status, title, call line,
 the first line of its result or error, the preview note, the kind rows, the

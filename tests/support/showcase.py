@@ -1,4 +1,4 @@
-"""A conversation that exercises every render rule of SPEC §4, as events.
+"""A conversation that exercises every render rule of docs/rendering.md#render-rules, as events.
 
 Three runs: a completed one (batches, every result shape and kind, nesting,
 a retry, hidden tool-args JSON, Markdown, the meta line), a failed one (S2) and

@@ -1,4 +1,4 @@
-"""SPEC §2.1, SEC5, SEC6, REL1: the HTTP API and its bad-input answers."""
+"""docs/events.md#http-api, SEC5, SEC6, REL1: the HTTP API and its bad-input answers."""
 
 from __future__ import annotations
 

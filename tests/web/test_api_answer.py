@@ -1,5 +1,5 @@
-"""chatui.web.api.JsonAnswer: the API's hot JSON answers, made for less (SPEC §8 P2), are
-Django's JsonResponse byte for byte."""
+"""chatui.web.api.JsonAnswer: the API's hot JSON answers, made for less (docs/PERFORMANCE.md#p2),
+are Django's JsonResponse byte for byte."""
 
 from __future__ import annotations
 

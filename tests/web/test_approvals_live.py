@@ -1,4 +1,4 @@
-"""SPEC §13 against a real daphne: a long poll outlasts the edge's request deadline.
+"""docs/events.md#approvals against a real daphne: a long poll outlasts the edge's request deadline.
 
 `CHATUI_REQUEST_TIMEOUT` (chatui.server.edge) bounds how long a request may take to *arrive*;
 a long poll has arrived at once and then waits for its answer. With the deadline set

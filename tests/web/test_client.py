@@ -1,4 +1,5 @@
-"""chatui_client against the real server (SPEC §2.1, §9, REL1, REL2).
+"""chatui_client against the real server (docs/events.md#http-api, docs/events.md#python-client,
+REL1, REL2).
 
 Failures are real: a loopback HTTP proxy in front of the server answers 503/429, drops
 connections, loses answers the server already committed, or stalls past the client's

@@ -1,5 +1,5 @@
-"""The client's streaming (SPEC §2.2, issue 12 item 5) against a real daphne: deltas
-coalesced, flushed before any other event, over HTTP or the ingest channel."""
+"""The client's streaming (docs/events.md#streaming-channel, issue 12 item 5) against a real daphne:
+deltas coalesced, flushed before any other event, over HTTP or the ingest channel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A WebSocket flood from one logged-in user, against a real daphne (SEC4, SPEC §5).
+"""A WebSocket flood from one logged-in user, against a real daphne (SEC4,
+docs/rendering.md#live-updates).
 
 The flooder sends many small text frames, large binary and text frames, frames over
 daphne's 1 MiB limit, and opens more sockets than the per-user cap. Other viewers

@@ -1,4 +1,5 @@
-"""Property-based fuzzing of the event contract and the HTTP API (issue 9; SEC6, §7).
+"""Property-based fuzzing of the event contract and the HTTP API (issue 9; SEC6,
+docs/events.md#reliability).
 
 Hypothesis generates hostile input: random JSON holding lone surrogates, NULs, giant
 ints, 1e999 / NaN, deep nesting, wrong types and over-long strings; random event types

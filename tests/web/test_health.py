@@ -1,5 +1,5 @@
 """/healthz: 200 when the database and the channel layer answer, 503 otherwise
-(SPEC §12.1; cluster mode's own checks are in tests/cluster/test_serve.py)."""
+(docs/SCALING.md; cluster mode's own checks are in tests/cluster/test_serve.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The streaming ingest channel (SPEC §2.2) on a real daphne: `/ws/ingest/{id}/`."""
+"""The streaming ingest channel (docs/events.md#streaming-channel) on a real daphne:
+`/ws/ingest/{id}/`."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def test_sec2_2_bad_event_gets_the_error_json_and_the_channel_stays_open(chatui_
 
 
 def test_sec13_runtime_cannot_post_a_tool_approval_over_the_channel(chatui_server):
-    """Decisions are people's (SPEC §13): the channel refuses them as the API does."""
+    """Decisions are people's (docs/events.md#approvals): the channel refuses them as the API
+    does."""
     conversation_id = chatui_server.new_conversation("channel approval")
     decision = {
         "type": "tool.approval",

@@ -1,5 +1,5 @@
 """Bearer tokens found valid are trusted for a few seconds without a lookup
-(chatui.web.tokens, SPEC §8 P2), and taking access away still ends it (SEC5)."""
+(chatui.web.tokens, docs/PERFORMANCE.md#p2), and taking access away still ends it (SEC5)."""
 
 from __future__ import annotations
 

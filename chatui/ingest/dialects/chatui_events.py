@@ -1,6 +1,6 @@
 """chatui event JSONL → chatui events: what `export_transcript --format events` writes.
 
-One event per line, exactly as a runtime would post it (SPEC §2). The events
+One event per line, exactly as a runtime would post it (docs/events.md#event-types). The events
 are ingested as they are — their own `event_id`, `run_id` and `timestamp`
 are kept, so an exported conversation imported into a fresh one gives equal
 messages, and no extra run is wrapped around them (the runs are in the file).

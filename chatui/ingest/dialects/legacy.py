@@ -1,4 +1,4 @@
-"""Legacy text transcripts [003] → chatui events (SPEC §4.3 T2).
+"""Legacy text transcripts [003] → chatui events (docs/rendering.md#t2).
 
 The container is either
 

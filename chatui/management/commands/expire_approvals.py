@@ -1,5 +1,5 @@
 """`manage.py expire_approvals`: record `expired` (by "system") for every tool approval
-past its deadline (SPEC §13). Readers and long polls do this for the conversations
+past its deadline (docs/events.md#approvals). Readers and long polls do this for the conversations
 they touch, and run workers at every heartbeat; this is the sweep for deployments
 without workers (run it from cron). Idempotent: the first decision wins."""
 
@@ -11,7 +11,7 @@ from chatui.ingest.approvals import expire_all_overdue
 
 
 class Command(BaseCommand):
-    help = "Expire tool approvals whose timeout has passed (SPEC §13)."
+    help = "Expire tool approvals whose timeout has passed (docs/events.md#approvals)."
 
     def handle(self, *args, **options) -> None:
         expired = expire_all_overdue()

@@ -1,4 +1,4 @@
-/* "Show N earlier calls" in a windowed tool batch (SPEC §10). The control is a link
+/* "Show N earlier calls" in a windowed tool batch (docs/rendering.md#long-transcripts). The control is a link
  * that works without JavaScript; here it fetches the earlier entries as a fragment
  * and puts them in place of the control. The transcript carries hx-disable (SEC1),
  * so htmx attributes inside it are inert: the click is handled here. */

@@ -188,7 +188,7 @@
    * each bubble's text node gets the frame's new text at once, and the page follows it
    * at the next animation frame. Per message, htmx's swaps plus afterChange's forced
    * layout of the growing bubble cost the page ~10 ms, and a page that applies a
-   * message every 25 ms fell tens of ms behind (bench/p5, SPEC §8 P5). Frames with
+   * message every 25 ms fell tens of ms behind (bench/p5, docs/PERFORMANCE.md#p5). Frames with
    * anything else in them go to htmx, whose swaps use admitDelta below. */
   var STREAM_TARGET = /^beforeend:#(m-\d+) \[data-stream-text\]$/;
 
@@ -355,7 +355,7 @@
    * frame (run's end, resume) re-renders batches with the server's state (open while
    * an entry runs or when one failed, else collapsed). What the reader opened or
    * closed by hand is remembered by element id and put back after every swap; a
-   * batch the reader never touched follows the server's state (§10). */
+   * batch the reader never touched follows the server's state (docs/rendering.md#autoscroll). */
   var readerChoice = {};
 
   function choiceKey(details) {
@@ -617,7 +617,7 @@
     return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
   }
 
-  /* --- tool approval (SPEC §13): Approve / Deny post #approval-form in the background;
+  /* --- tool approval (docs/rendering.md#approvals): Approve / Deny post #approval-form in the background;
    * the live frame of the decision then removes the buttons in every open page. Without
    * JavaScript the same form posts normally and the page reloads. --- */
   document.addEventListener("submit", function (event) {

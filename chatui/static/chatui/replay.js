@@ -1,4 +1,4 @@
-/* The replay player (SPEC §14). It renders nothing itself: for each step it fetches
+/* The replay player (docs/rendering.md#time-travel). It renders nothing itself: for each step it fetches
  * the transcript as it stood after that event (GET /c/<id>/at/<seq>, the same partials
  * as the live page, re-projected from the log on the server) and swaps it in with
  * htmx, so chatui.js decorates it as it does a live page.

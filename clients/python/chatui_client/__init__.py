@@ -1,8 +1,9 @@
-"""A small client for agent runtimes that push events into chatui (SPEC §2, §2.1, §9).
+"""A small client for agent runtimes that push events into chatui (docs/events.md#event-types,
+docs/events.md#http-api, docs/events.md#python-client).
 
 It needs only httpx (no Django): ``pip install ./clients/python`` from a chatui
 checkout, or copy this one file into a runtime. Inside chatui it is also importable
-by the SPEC's name, ``chatui.client``.
+by its first name, ``chatui.client``.
 
 Usage::
 
@@ -97,7 +98,8 @@ __all__ = [
 
 API_PREFIX = "/api/v1"
 USER_AGENT = "chatui-client/1"
-#: SPEC §13: the server's longest long poll, and how much longer an attempt may take.
+#: docs/events.md#approvals: the server's longest long poll, and how much longer an attempt may
+#: take.
 APPROVAL_MAX_WAIT = 30
 APPROVAL_POLL_SLACK = 15.0
 #: Answers worth another attempt: the server (or a proxy in front of it) may succeed later.
@@ -218,7 +220,8 @@ def make_event(
     timestamp: Timestamp | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
-    """One event as a dict (SPEC §2); fields whose value is ``None`` are left out."""
+    """One event as a dict (docs/events.md#event-types); fields whose value is ``None`` are left
+    out."""
     event: dict[str, Any] = {"type": type}
     if event_id is not None:
         event["event_id"] = event_id
@@ -479,7 +482,7 @@ class _BaseClient:
             return f"{self.url}/c/{conversation}/"
         return self.url + conversation["url"]
 
-    # -- the calls (SPEC §2.1) --
+    # -- the calls (docs/events.md#http-api) --
 
     def _call(self, method: str, path: str, parse=_same, **options: Any) -> _Call:
         return _Call(method, path, self.retry, parse, **options)
@@ -515,7 +518,7 @@ class _BaseClient:
         )
 
     def _approval(self, conversation_id: str, tool_call_id: str, wait: int) -> _Call:
-        """SPEC §13 long poll: the decision, or None while still pending."""
+        """docs/events.md#approvals long poll: the decision, or None while still pending."""
         return self._call(
             "GET",
             f"/conversations/{conversation_id}/approvals/{quote(tool_call_id, safe='')}",
@@ -535,7 +538,8 @@ class _BaseClient:
         return result
 
     def _decision(self, conversation_id: str, tool_call_id: str, timeout: float) -> _Program:
-        """SPEC §13: long polls until a decision, or None after `timeout` seconds."""
+        """docs/events.md#approvals: long polls until a decision, or None after `timeout`
+        seconds."""
         for wait in self._approval_waits(timeout):
             call = self._approval(conversation_id, tool_call_id, wait)
             decision = yield from _with_retries(call)
@@ -612,7 +616,8 @@ class ChatuiClient(_BaseClient):
         return self._send(self._list_conversations())
 
     def get_conversation(self, conversation_id: str) -> dict[str, Any]:
-        """``{conversation, messages, last_seq}``: the canonical messages (SPEC §3)."""
+        """``{conversation, messages, last_seq}``: the canonical messages
+        (docs/events.md#canonical-messages)."""
         return self._send(self._get_conversation(conversation_id))
 
     def post_event(self, conversation_id: str, event: Mapping[str, Any]) -> PostResult:
@@ -631,7 +636,8 @@ class ChatuiClient(_BaseClient):
     def stream(
         self, conversation_id: str, *, channel: bool = False, flush_after: float = 0.025
     ) -> EventStream:
-        """Events of one conversation with deltas coalesced (SPEC §2.2): flushed within
+        """Events of one conversation with deltas coalesced (docs/events.md#streaming-channel):
+        flushed within
         ``flush_after`` seconds, and at once before any other event. Over HTTP, or with
         ``channel=True`` over the ingest WebSocket (``pip install chatui-client[stream]``).
         See `chatui_client.streaming`."""
@@ -659,7 +665,7 @@ class ChatuiClient(_BaseClient):
         self, conversation_id: str, tool_call_id: str, *, timeout: float = 600.0
     ) -> dict[str, Any] | None:
         """Wait for a person's decision on a tool call you asked about with
-        ``agent.tool.approval_requested`` (SPEC §13): ``{tool_call_id, decision,
+        ``agent.tool.approval_requested`` (docs/events.md#approvals): ``{tool_call_id, decision,
         decided_by, decided_at, note}`` — ``decision`` is ``approved``, ``denied`` or
         ``expired`` — or None if ``timeout`` seconds pass first. Long polls, 30 s at a time."""
         return self._run(self._decision(conversation_id, tool_call_id, timeout))
@@ -892,8 +898,9 @@ class _RunBase(Generic[R]):
         reason: str | None = None,
         timeout_s: float | None = None,
     ) -> R:
-        """Ask a person before running a tool (SPEC §13); then ``client.wait_for_approval``.
-        Without a decision in ``timeout_s`` (default 600) the server records ``expired``."""
+        """Ask a person before running a tool (docs/events.md#approvals); then
+        ``client.wait_for_approval``. Without a decision in ``timeout_s`` (default 600) the server
+        records ``expired``."""
         return self.emit(
             "agent.tool.approval_requested",
             tool_call_id=tool_call_id,
@@ -936,5 +943,5 @@ class AsyncRun(_RunBase[Awaitable[PostResult]]):
         return self.client.post_event(self.conversation_id, event)
 
 
-# Last: streaming builds on the names above (SPEC §2.2).
+# Last: streaming builds on the names above (docs/events.md#streaming-channel).
 from .streaming import EventStream, IngestChannel  # noqa: E402

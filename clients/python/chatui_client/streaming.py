@@ -1,4 +1,4 @@
-"""Streaming a run without a request per token (SPEC §2.2).
+"""Streaming a run without a request per token (docs/events.md#streaming-channel).
 
 ``client.stream(conversation_id)`` returns an `EventStream`. Deltas
 (``agent.message.delta``) wait in a buffer and go out together within ``flush_after``
@@ -164,7 +164,8 @@ class EventStream:
 
 
 class IngestChannel:
-    """The §2.2 WebSocket: sends batches, tracks acknowledgements, resumes after a drop."""
+    """The docs/events.md#streaming-channel WebSocket: sends batches, tracks acknowledgements,
+    resumes after a drop."""
 
     def __init__(self, ws_url: str, token: str, *, timeout: float = 10.0):
         self.ws_url = ws_url
