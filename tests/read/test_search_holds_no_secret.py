@@ -6,6 +6,7 @@ secret letter by letter (`hunterp` finds 1, `hunterpX` finds 0)."""
 from __future__ import annotations
 
 import importlib
+import re
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -79,13 +80,24 @@ def leaky(user) -> Conversation:
 
 
 def stored_documents() -> dict[int, str]:
-    """Every row of the message index as the database holds it."""
+    """Every row of the message index as the database holds it: its words in order
+    (PostgreSQL keeps a `tsvector`, each word with its positions: put back in order)."""
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("SELECT rowid, document FROM chatui_message_search")
-        else:
-            cursor.execute("SELECT message_id, document::text FROM chatui_message_search")
-        return dict(cursor.fetchall())
+            return dict(cursor.fetchall())
+        cursor.execute("SELECT message_id, document::text FROM chatui_message_search")
+        return {pk: words_in_order(vector) for pk, vector in cursor.fetchall()}
+
+
+def words_in_order(vector: str) -> str:
+    """`'alue':3 'connect':1 'password':2,5` → "connect password alue password"."""
+    placed = {
+        int(position): word
+        for word, positions in re.findall(r"'((?:[^']|'')*)':([0-9,]+)", vector)
+        for position in positions.split(",")
+    }
+    return " ".join(placed[position].replace("''", "'") for position in sorted(placed))
 
 
 def stored_titles() -> list[str]:
