@@ -58,8 +58,8 @@ import httpx  # noqa: E402
 import psycopg  # noqa: E402
 import websockets  # noqa: E402
 
+from bench.common import ClusterServer  # noqa: E402
 from tests.support.live import (  # noqa: E402
-    LiveServer,
     create_postgres_database,
     drop_created_databases,
 )
@@ -118,37 +118,10 @@ class OwnRedis:
 # -- the cluster ------------------------------------------------------------------------
 
 
-class Cluster(LiveServer):
-    """serve.py: `web` daphne processes behind one port and one run worker."""
+class Cluster(ClusterServer):
+    """serve.py: 2 web daphne processes behind one port and one run worker."""
 
-    web = 2
-
-    def start(self) -> None:
-        run_dir = self.data_dir / "run"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 — lives with the process
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "scripts/cluster/serve.py",
-                *("--workers", str(self.web), "--run-workers", "1"),
-                *("--host", "127.0.0.1", "--port", str(self.port), "--run-dir", str(run_dir)),
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        seen: set[int] = set()
-        deadline = time.monotonic() + 90
-        while len(seen) < self.web:
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                raise RuntimeError(f"the cluster did not start: {self.log_tail()}")
-            try:
-                seen.add(httpx.get(self.url + "/healthz", timeout=2).json()["pid"])
-            except (httpx.HTTPError, ValueError, KeyError):
-                time.sleep(0.1)
+    run_workers = 1
 
     def web_pid(self, n: int) -> int:
         return int((self.data_dir / "run" / f"web-{n}.pid").read_text())

@@ -621,9 +621,10 @@ class CpuMeter:
 
 class ClusterServer(LiveServer):
     """`scripts/cluster/serve.py`: `processes` daphne processes behind one port
-    (SO_REUSEPORT), no run workers. `process` is the supervisor."""
+    (SO_REUSEPORT) and `run_workers` run workers. `process` is the supervisor."""
 
     processes: int = 2
+    run_workers: int = 0
 
     def start(self) -> None:
         run_dir = self.data_dir / "run"
@@ -633,7 +634,7 @@ class ClusterServer(LiveServer):
             [
                 sys.executable,
                 "scripts/cluster/serve.py",
-                *("--workers", str(self.processes), "--run-workers", "0"),
+                *("--workers", str(self.processes), "--run-workers", str(self.run_workers)),
                 *("--host", "127.0.0.1", "--port", str(self.port)),
                 *("--run-dir", str(run_dir), "--application", self.application),
             ],
