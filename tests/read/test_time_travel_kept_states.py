@@ -26,6 +26,7 @@ from chatui.ingest.service import ingest, reproject
 from chatui.models import Conversation, Event, Message
 from chatui.read import replay
 from tests.support.fixtures import load_fixture
+from tests.support.moments import moment_slot_held
 from tests.support.showcase import showcase_events
 
 pytestmark = pytest.mark.sqlite_only(reason="states are kept on SQLite only (images of it)")
@@ -346,22 +347,9 @@ def test_issue28_beyond_the_workers_a_moment_is_503_with_retry_after(user, setti
     behind them; the page of the present is not held up."""
     conversation = Conversation.objects.create(owner=user, title="T")
     ingest(conversation, generated_log(random.Random(10), runs=2))
-    settings.CHATUI_MOMENT_WORKERS = 1
-    settings.CHATUI_MOMENT_WAIT_SECONDS = 0.05
     client = Client()
     client.force_login(user)
-    busy = threading.Event()
-    done = threading.Event()
-
-    def hold_the_slot() -> None:
-        with replay.moment_slot():
-            busy.set()
-            done.wait(timeout=30)
-
-    holder = threading.Thread(target=hold_the_slot)
-    holder.start()
-    try:
-        assert busy.wait(timeout=30)
+    with moment_slot_held(settings):
         for response in (
             client.get(conversation.get_absolute_url(), {"at": 3}),
             client.get(f"/c/{conversation.pk}/at/3"),
@@ -373,9 +361,6 @@ def test_issue28_beyond_the_workers_a_moment_is_503_with_retry_after(user, setti
         assert client.get(conversation.get_absolute_url()).status_code == 200
         # Before the first event nothing is projected: no slot needed.
         assert client.get(f"/c/{conversation.pk}/at/0").status_code == 200
-    finally:
-        done.set()
-        holder.join()
     assert client.get(f"/c/{conversation.pk}/at/3").status_code == 200
 
 

@@ -4,14 +4,12 @@ never a 500."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.test import Client
 
 from chatui.ingest.service import ingest
 from chatui.models import Conversation, Message, Role
-from chatui.read import replay
+from tests.support.moments import moment_slot_held
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,26 +35,11 @@ def test_g16_a_past_tool_text_while_time_travel_is_busy_is_503_not_500(user, set
         ],
     )
     tool = Message.objects.get(conversation=conversation, role=Role.TOOL)
-    settings.CHATUI_MOMENT_WORKERS = 1
-    settings.CHATUI_MOMENT_WAIT_SECONDS = 0.05
     client = Client()
     client.force_login(user)
     url = f"/c/{conversation.pk}/tools/{tool.pk}/output"
-    held, done = threading.Event(), threading.Event()
-
-    def hold_the_slot() -> None:
-        with replay.moment_slot():
-            held.set()
-            done.wait(timeout=30)
-
-    holder = threading.Thread(target=hold_the_slot)
-    holder.start()
-    try:
-        assert held.wait(timeout=30)
+    with moment_slot_held(settings):
         response = client.get(url, {"at": 1})  # the entry changed after event 1
-    finally:
-        done.set()
-        holder.join(timeout=30)
     assert response.status_code == 503
     assert response["Retry-After"]
     assert "time travel is busy" in response.json()["error"]
