@@ -215,7 +215,10 @@ async def write(
     """One writer: a batch every `interval` seconds (its schedule kept across retries)."""
     due = time.monotonic() + random.random() * interval
     while not stop.is_set():
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(0.0, due - time.monotonic()))
+        if stop.is_set():
+            return
         due += interval
         ids = [uuid.uuid4().hex for _ in range(batch)]
         events = [
@@ -408,7 +411,7 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
     writers_per_conversation = max(1, round(batches_per_second / len(conversations) / 5))
     interval = writers_per_conversation * len(conversations) / batches_per_second
     tasks = [asyncio.ensure_future(view(v, cluster, cookie, tally, stop)) for v in viewers]
-    tasks += [
+    writers = [
         asyncio.ensure_future(write(c, client, tally, args.batch, interval, stop))
         for c in conversations
         for _ in range(writers_per_conversation)
@@ -441,9 +444,12 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
     idle1, total1 = cpu_busy()
     cpu1, wall = cpu_by_kind(redis.port), time.monotonic() - wall0
     cores = {kind: (cpu1[kind] - cpu0.get(kind, 0.0)) / wall for kind in cpu1}
-    for task in tasks:
+    # A writer's batch in flight is seen through to its answer, not cancelled: a batch
+    # the server committed while its writer was cancelled would be logged, never acked.
+    _, unfinished = await asyncio.wait(writers, timeout=60)
+    for task in [*tasks, *unfinished]:
         task.cancel()
-    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    outcomes = await asyncio.gather(*tasks, *writers, return_exceptions=True)
     problems = [o for o in outcomes if isinstance(o, Exception)]
     if problems:
         raise problems[0]
