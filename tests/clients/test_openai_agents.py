@@ -1,0 +1,131 @@
+"""The client's OpenAI Agents SDK extra (docs/runtimes.md#openai-agents-sdk): a real SDK run —
+its runner, tools, tracing and streaming; only the model is scripted
+(tests/support/agents_sdk.py) — streamed into a real chatui server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+from agents import Agent, RunConfig, Runner
+from agents.exceptions import MaxTurnsExceeded
+from chatui_client import AsyncChatuiClient, ChatuiClient, ChatuiUnavailable, RetryPolicy
+from chatui_client.openai_agents import relay, stream_to_chatui
+
+from tests.support.agents_sdk import (
+    ANSWER,
+    DISK_ERROR,
+    NOTES,
+    QUESTION,
+    RESPONSE_TOKENS,
+    SLOW_TOOL_SECONDS,
+    WRITER,
+    Call,
+    Say,
+    ScriptModel,
+    only_chatui_tracing,
+    release_check,
+)
+from tests.support.live import free_port
+
+
+@pytest.fixture(autouse=True)
+def offline_tracing():
+    only_chatui_tracing()
+
+
+def transcript(chatui_server, conversation_id: str) -> dict:
+    with chatui_server.api() as api:
+        return api.get(f"/conversations/{conversation_id}").json()
+
+
+def shown(messages: list[dict]) -> list[dict]:
+    """The messages a reader sees: an assistant step with no text (the model only
+    called tools) is kept for its tokens and shows nothing."""
+    return [m for m in messages if m["role"] != "assistant" or m["content"].strip()]
+
+
+def tool(messages: list[dict], name: str, nth: int = 0) -> dict:
+    return [m for m in messages if m["role"] == "tool" and m["metadata"]["tool_name"] == name][nth]
+
+
+async def stream_release_check(chatui_server, conversation_id: str):
+    check = release_check(answer_delay=0.0)
+    async with AsyncChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+        result = await stream_to_chatui(chatui, conversation_id, check.run())
+    return check, result
+
+
+def test_g6_g13_s4_sdk_run_streams_tools_errors_nesting_and_tokens(chatui_server):
+    conversation_id = chatui_server.new_conversation("agents sdk")
+    check, result = asyncio.run(stream_release_check(chatui_server, conversation_id))
+    assert result.final_output == ANSWER
+    assert all(not model.turns for model in check.models)  # the whole script ran
+
+    body = transcript(chatui_server, conversation_id)
+    assert body["conversation"]["status"] == "completed"
+    messages = body["messages"]
+    outline = [
+        (m["role"], m["metadata"].get("tool_name") if m["role"] == "tool" else m["content"])
+        for m in shown(messages)
+    ]
+    assert outline == [
+        ("user", QUESTION),
+        ("assistant", "Let me check the release."),
+        ("tool", "check_disk"),
+        ("tool", "run_tests"),
+        ("tool", "read_file"),
+        ("tool", "check_disk"),
+        ("tool", "research"),
+        ("tool", "lookup"),  # the researcher's, inside research
+        ("tool", "handoff"),
+        ("tool", "lookup"),  # the writer's, inside the handoff
+        ("assistant", ANSWER),
+    ]
+
+    # G6: the failed attempt is an error whose text is what the tool answered the model;
+    # G14: the same call right after it is its second attempt.
+    failed, retried = tool(messages, "check_disk"), tool(messages, "check_disk", 1)
+    assert failed["metadata"]["tool_status"] == "error"
+    assert failed["content"] == f"check_disk failed: {DISK_ERROR}"
+    assert failed["metadata"]["args"] == {"path": "/var"}
+    assert (failed["metadata"]["attempt"], retried["metadata"]["attempt"]) == (1, 2)
+    assert retried["metadata"]["tool_status"] == "success"
+    assert retried["content"] == "/var: 41% used"
+
+    slow = tool(messages, "run_tests")
+    assert slow["metadata"]["tool_status"] == "success"
+    assert slow["metadata"]["tool_duration_ms"] >= SLOW_TOOL_SECONDS * 1000
+    assert tool(messages, "read_file")["content"] == NOTES
+
+    # G13: the sub-agent's tool inside the agent-as-tool's card, the handed-to agent's
+    # inside the handoff's.
+    research, handoff = tool(messages, "research"), tool(messages, "handoff")
+    assert research["content"] == "No open bugs."
+    nested, written = tool(messages, "lookup"), tool(messages, "lookup", 1)
+    assert nested["metadata"]["parent_tool_call_id"] == research["metadata"]["tool_call_id"]
+    assert nested["metadata"]["tool_result"] == {"query": "bugs for 1.2", "open": 0}
+    assert handoff["metadata"]["args"] == {"from": "Triage", "to": WRITER}
+    assert written["metadata"]["parent_tool_call_id"] == handoff["metadata"]["tool_call_id"]
+    for top in (failed, retried, slow, research, handoff):
+        assert "parent_tool_call_id" not in top["metadata"]
+
+    # S4: the run's tokens are the SDK's usage, the researcher's responses included.
+    steps = [m for m in messages if m["role"] == "assistant"]
+    assert sum(m["metadata"].get("tokens", 0) for m in steps) == 7 * RESPONSE_TOKENS
+    assert result.context_wrapper.usage.total_tokens == 7 * RESPONSE_TOKENS
+
+
+def test_sdk_text_streams_as_deltas_before_the_step_completes(chatui_server):
+    conversation_id = chatui_server.new_conversation("agents sdk deltas")
+    asyncio.run(stream_release_check(chatui_server, conversation_id))
+    with chatui_server.api() as api:
+        events = api.get(f"/conversations/{conversation_id}/events").json()["events"]
+    answer = [e for e in events if e["payload"].get("message_id") == events[-2]["payload"].get("message_id")]
+    kinds = [e["type"] for e in answer]
+    assert kinds.count("agent.message.delta") == -(-len(ANSWER) // 12)  # one per chunk
+    assert kinds[-1] == "agent.step.completed"
+    assert "".join(e["payload"]["delta"] for e in answer[:-1]) == ANSWER
