@@ -19,6 +19,7 @@ from tests.support.agents_sdk import (
     ANSWER,
     DISK_ERROR,
     NOTES,
+    NOTES_TOOL,
     QUESTION,
     RESPONSE_TOKENS,
     SLOW_TOOL_SECONDS,
@@ -77,7 +78,7 @@ def test_g6_g13_s4_sdk_run_streams_tools_errors_nesting_and_tokens(chatui_server
         ("assistant", "Let me check the release."),
         ("tool", "check_disk"),
         ("tool", "run_tests"),
-        ("tool", "read_file"),
+        ("tool", NOTES_TOOL),
         ("tool", "check_disk"),
         ("tool", "research"),
         ("tool", "lookup"),  # the researcher's, inside research
@@ -99,7 +100,7 @@ def test_g6_g13_s4_sdk_run_streams_tools_errors_nesting_and_tokens(chatui_server
     slow = tool(messages, "run_tests")
     assert slow["metadata"]["tool_status"] == "success"
     assert slow["metadata"]["tool_duration_ms"] >= SLOW_TOOL_SECONDS * 1000
-    assert tool(messages, "read_file")["content"] == NOTES
+    assert tool(messages, NOTES_TOOL)["content"] == NOTES
 
     # G13: the sub-agent's tool inside the agent-as-tool's card, the handed-to agent's
     # inside the handoff's.
@@ -124,8 +125,124 @@ def test_sdk_text_streams_as_deltas_before_the_step_completes(chatui_server):
     asyncio.run(stream_release_check(chatui_server, conversation_id))
     with chatui_server.api() as api:
         events = api.get(f"/conversations/{conversation_id}/events").json()["events"]
-    answer = [e for e in events if e["payload"].get("message_id") == events[-2]["payload"].get("message_id")]
+    answer = [
+        e
+        for e in events
+        if e["payload"].get("message_id") == events[-2]["payload"].get("message_id")
+    ]
     kinds = [e["type"] for e in answer]
     assert kinds.count("agent.message.delta") == -(-len(ANSWER) // 12)  # one per chunk
     assert kinds[-1] == "agent.step.completed"
     assert "".join(e["payload"]["delta"] for e in answer[:-1]) == ANSWER
+
+
+def looping_agent() -> Agent:
+    """An agent whose model calls a tool every turn: the run exceeds its turns."""
+    model = ScriptModel(
+        [[Say("Looking."), Call(NOTES_TOOL, {"path": "a"}, f"l{n}")] for n in range(3)]
+    )
+    check = release_check()
+    read_file = next(t for t in check.triage.tools if t.name == NOTES_TOOL)
+    return Agent(name="Looper", model=model, tools=[read_file])
+
+
+def test_s2_sdk_run_that_raises_is_failed_with_the_sdks_reason(chatui_server):
+    conversation_id = chatui_server.new_conversation("agents sdk failure")
+
+    async def run() -> None:
+        async with AsyncChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+            result = Runner.run_streamed(looping_agent(), "loop", max_turns=1)
+            await stream_to_chatui(chatui, conversation_id, result)
+
+    with pytest.raises(MaxTurnsExceeded):
+        asyncio.run(run())
+    body = transcript(chatui_server, conversation_id)
+    assert body["conversation"]["status"] == "failed"
+    errors = [m for m in body["messages"] if m.get("metadata", {}).get("status_type") == "error"]
+    assert [m["content"] for m in errors] == ["MaxTurnsExceeded: Max turns (1) exceeded"]
+    # What ran before the failure stays, finished.
+    assert tool(body["messages"], NOTES_TOOL)["metadata"]["tool_status"] == "success"
+    assert shown(body["messages"])[1]["content"] == "Looking."
+
+
+def test_rel2_unreachable_chatui_never_stops_the_run_and_returns_every_event_unsent(
+    chatui_server,
+):
+    """The sync client works too (it posts from a thread). When chatui cannot be reached
+    the agent's run still completes; the error comes after, holding every event with its
+    event_id, and posting those later gives the transcript a live run gives."""
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    quick = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, total=2)
+    started = []
+
+    async def run() -> None:
+        started.append(release_check(answer_delay=0.0).run())
+        with ChatuiClient(nowhere, "token", retry=quick) as chatui:
+            await stream_to_chatui(chatui, "any", started[0])
+
+    with pytest.raises(ChatuiUnavailable) as raised:
+        asyncio.run(run())
+    (result,) = started
+    assert result.is_complete and result.final_output == ANSWER
+    unsent = raised.value.events
+    assert [e["type"] for e in unsent[:2]] == ["user.message", "agent.status"]
+    assert unsent[-1] == {**unsent[-1], "type": "agent.status", "status": "completed"}
+    assert len({e["event_id"] for e in unsent}) == len(unsent)
+
+    conversation_id = chatui_server.new_conversation("agents sdk later")
+    with ChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+        chatui.post_events(conversation_id, unsent)
+        again = chatui.post_events(conversation_id, unsent)
+    assert again.accepted == 0 and again.duplicates == len(unsent)
+    body = transcript(chatui_server, conversation_id)
+    assert body["conversation"]["status"] == "completed"
+    assert tool(body["messages"], "check_disk")["metadata"]["tool_status"] == "error"
+    assert shown(body["messages"])[-1]["content"] == ANSWER
+
+
+def test_tracing_disabled_run_still_streams_its_text(chatui_server, caplog):
+    conversation_id = chatui_server.new_conversation("agents sdk untraced")
+    agent = Agent(name="Plain", model=ScriptModel([[Say("Just **text**.")]]))
+
+    async def run() -> None:
+        async with AsyncChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+            result = Runner.run_streamed(agent, "hi", run_config=RunConfig(tracing_disabled=True))
+            await stream_to_chatui(chatui, conversation_id, result, user_message="Hello?")
+
+    asyncio.run(run())
+    assert "tracing is disabled" in caplog.text
+    body = transcript(chatui_server, conversation_id)
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [
+        ("user", "Hello?"),
+        ("assistant", "Just **text**."),
+    ]
+    assert body["messages"][1]["metadata"]["tokens"] == RESPONSE_TOKENS
+
+
+def test_relay_yields_the_sdks_own_events_as_they_pass(chatui_server):
+    conversation_id = chatui_server.new_conversation("agents sdk relay")
+
+    async def run() -> list[str]:
+        seen = []
+        async with AsyncChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+            result = release_check(answer_delay=0.0).run()
+            async for event in relay(chatui, conversation_id, result):
+                seen.append(event.type)
+        return seen
+
+    seen = asyncio.run(run())
+    assert {"raw_response_event", "run_item_stream_event", "agent_updated_stream_event"} <= set(
+        seen
+    )
+    assert transcript(chatui_server, conversation_id)["conversation"]["status"] == "completed"
+
+
+def test_the_client_imports_without_the_extra():
+    """`openai-agents` is an extra: the client itself never imports it."""
+    code = (
+        "import json, sys, chatui_client\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('agents', 'openai')]\n"
+        "print(json.dumps(loaded))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == []

@@ -251,6 +251,8 @@ QUESTION = "Can we ship <b>1.2</b>?"
 DISK_ERROR = "disk <b>full</b> <script>window.__pwned = 1</script>"
 NOTES = '<img src=x onerror="window.__pwned = 1"> 1.2 notes'
 WRITER = "Writer <i>pro</i>"
+#: A tool name the SDK keeps as given (only handoff names are transformed).
+NOTES_TOOL = 'read_notes<img src=x onerror="window.__pwned = 1">'
 ANSWER = (
     "## Ready to ship\n\n"
     "- disk: **ok** after a retry\n"
@@ -290,7 +292,7 @@ def release_check(*, answer_delay: float = 0.02) -> ReleaseCheck:
         await asyncio.sleep(SLOW_TOOL_SECONDS)
         return "42 passed"
 
-    @function_tool
+    @function_tool(name_override=NOTES_TOOL)
     def read_file(path: str) -> str:
         """Read a file."""
         return NOTES
@@ -313,14 +315,16 @@ def release_check(*, answer_delay: float = 0.02) -> ReleaseCheck:
         [[Call("lookup", {"query": "changelog 1.2"}, "w1")], [Say(ANSWER, chunk=12)]],
         delay=answer_delay,
     )
-    writer = Agent(name=WRITER, instructions="Write the answer.", model=writer_model, tools=[lookup])
+    writer = Agent(
+        name=WRITER, instructions="Write the answer.", model=writer_model, tools=[lookup]
+    )
     triage_model = ScriptModel(
         [
             [
                 Say("Let me check the release."),
                 Call("check_disk", {"path": "/var"}, "c1"),
                 Call("run_tests", {}, "c2"),
-                Call("read_file", {"path": "NOTES.md"}, "c3"),
+                Call(NOTES_TOOL, {"path": "NOTES.md"}, "c3"),
             ],
             [
                 Call("check_disk", {"path": "/var"}, "c4"),

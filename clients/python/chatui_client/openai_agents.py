@@ -1,4 +1,5 @@
-"""Stream an OpenAI Agents SDK run into a chatui conversation, live (docs/runtimes.md#openai-agents-sdk).
+"""Stream an OpenAI Agents SDK run into a chatui conversation, live
+(docs/runtimes.md#openai-agents-sdk).
 
 ``pip install "chatui-client[openai-agents]"``, then, where the run starts::
 
@@ -40,6 +41,10 @@ stream costs a request per round trip, not one per token. Posting never stops th
 agent: if chatui refuses or cannot be reached, the run goes on, nothing more is sent,
 and the error is raised when the run has ended (a `ChatuiUnavailable` carries every
 event not sent, with its event_id, to post again later).
+
+Why it is long: it is the whole adapter — the queue, the span processor and the mapping
+of spans and stream events to chatui's events — kept in one module a runtime can read
+(or copy beside the client) in one place.
 """
 
 from __future__ import annotations
@@ -103,15 +108,15 @@ async def stream_to_chatui(
     run_id: str | None = None,
     user_message: str | bool = True,
 ) -> RunResultStreaming:
-    """Stream `result` (``Runner.run_streamed(…)``, not iterated yet) into the
-    conversation and return it once the run has ended.
+    """Stream `result` into the conversation and return it once the run has ended.
 
-    ``user_message``: True posts the run's input as the user's message when it is text,
-    a string posts that text, False posts none. ``run_id`` defaults to a new uuid.
-    The SDK's exception, if the run fails, is raised after the run is marked failed."""
-    async for _ in relay(
-        chatui, conversation_id, result, run_id=run_id, user_message=user_message
-    ):
+    Call it right after ``Runner.run_streamed(…)``, before awaiting anything else: the
+    run starts at the first await, and spans of a run not yet watched are not seen.
+    ``user_message``: True posts the run's input as the user's message when it is text
+    (or ends with the user's message), a string posts that text, False posts none.
+    ``run_id`` defaults to a new uuid. If the run fails, it is failed in chatui with the
+    SDK's reason, then the SDK's exception is raised."""
+    async for _ in relay(chatui, conversation_id, result, run_id=run_id, user_message=user_message):
         pass
     return result
 
@@ -136,7 +141,7 @@ async def relay(
         _processor().watch(trace_id, recorder)
     failure: BaseException | None = None
     try:
-        text = result.input if user_message is True else user_message
+        text = _user_text(result.input) if user_message is True else user_message
         if isinstance(text, str) and text.strip():
             outbox.put(recorder.event("user.message", content=text))
         outbox.put(recorder.event("agent.status", status="running"))
@@ -172,6 +177,23 @@ def _trace_id(result: RunResultStreaming) -> str | None:
     if trace is None or trace.trace_id == NO_TRACE:
         return None
     return trace.trace_id
+
+
+def _user_text(run_input: Any) -> str | None:
+    """The run's input as the user's message: the text, or the text of the last item
+    when it is the user's (a conversation carried on with ``to_input_list()``)."""
+    if isinstance(run_input, str):
+        return run_input
+    if isinstance(run_input, list) and run_input:
+        last = run_input[-1]
+        if isinstance(last, dict) and last.get("role") == "user":
+            content = last.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # [{"type": "input_text", "text": …}, …]
+                texts = [part.get("text") for part in content if isinstance(part, dict)]
+                return "\n".join(text for text in texts if isinstance(text, str)) or None
+    return None
 
 
 def _reason(error: BaseException) -> str:
@@ -462,7 +484,9 @@ class _Recorder:
                 self._step = _Step(self._message_id())
             self._step.text.append(data.delta)
             self._outbox.put(
-                self.event("agent.message.delta", message_id=self._step.message_id, delta=data.delta)
+                self.event(
+                    "agent.message.delta", message_id=self._step.message_id, delta=data.delta
+                )
             )
         elif kind == "response.completed":
             self._response_completed(data.response)
