@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from agents import Agent, RunConfig, Runner
+from agents import Agent, RunConfig, Runner, function_tool
 from agents.exceptions import MaxTurnsExceeded
 from chatui_client import AsyncChatuiClient, ChatuiClient, ChatuiUnavailable, RetryPolicy
 from chatui_client.openai_agents import relay, stream_to_chatui
@@ -246,3 +246,29 @@ def test_the_client_imports_without_the_extra():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_a_result_chatui_refuses_becomes_an_error_entry_and_the_rest_arrives(chatui_server):
+    """A tool's result over chatui's 1 MiB event limit is refused (413, naming the
+    event): that entry ends as an error saying so, every other event is stored."""
+    conversation_id = chatui_server.new_conversation("agents sdk refused")
+
+    @function_tool
+    def dump_table() -> str:
+        """Dump the whole table."""
+        return "row\n" * 400_000
+
+    model = ScriptModel([[Call("dump_table", {}, "d1")], [Say("The table is **large**.")]])
+    agent = Agent(name="Dumper", model=model, tools=[dump_table])
+
+    async def run() -> None:
+        async with AsyncChatuiClient(chatui_server.url, chatui_server.token) as chatui:
+            await stream_to_chatui(chatui, conversation_id, Runner.run_streamed(agent, "dump"))
+
+    asyncio.run(run())
+    body = transcript(chatui_server, conversation_id)
+    assert body["conversation"]["status"] == "completed"
+    refused = tool(body["messages"], "dump_table")
+    assert refused["metadata"]["tool_status"] == "error"
+    assert refused["content"].startswith("chatui refused this result: event is larger than")
+    assert shown(body["messages"])[-1]["content"] == "The table is **large**."

@@ -53,6 +53,7 @@ import asyncio
 import itertools
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -129,7 +130,11 @@ async def relay(
     run_id: str | None = None,
     user_message: str | bool = True,
 ) -> AsyncIterator[Any]:
-    """`stream_to_chatui`, yielding each of the SDK's stream events as it passes."""
+    """`stream_to_chatui`, yielding each of the SDK's stream events as it passes.
+
+    Keep the loop's body quick: the text is posted as the loop takes it, the tools as
+    they run, so a body that waits long can let a tool's card come before the text the
+    model wrote ahead of it."""
     outbox = _Outbox(chatui, conversation_id, asyncio.get_running_loop())
     recorder = _Recorder(run_id or new_event_id(), outbox)
     trace_id = _trace_id(result)
@@ -274,18 +279,38 @@ class _Outbox:
                 return
 
     async def _post(self, batch: list[Event]) -> None:
-        if self.error is not None:
-            self.unsent.extend(batch)
-            return
-        try:
-            if isinstance(self._chatui, AsyncChatuiClient):
-                await self._chatui.post_events(self._conversation_id, batch)
-            else:
-                await asyncio.to_thread(self._chatui.post_events, self._conversation_id, batch)
-        except ChatuiError as error:
-            logger.warning("chatui refused or is unreachable, no more events sent: %s", error)
-            self.error = error
-            self.unsent.extend(batch)
+        while batch and self.error is None:
+            try:
+                if isinstance(self._chatui, AsyncChatuiClient):
+                    await self._chatui.post_events(self._conversation_id, batch)
+                else:
+                    await asyncio.to_thread(self._chatui.post_events, self._conversation_id, batch)
+                return
+            except ChatuiError as error:
+                refused = error.index if not isinstance(error, ChatuiUnavailable) else None
+                if refused is None or not 0 <= refused < len(batch):
+                    logger.warning("chatui is unreachable or refused, no more sent: %s", error)
+                    self.error = error
+                    break
+                # One event chatui will not store (a result over its size limit, say):
+                # the rest go on, and a tool's result becomes an error saying why.
+                logger.warning("chatui refused an event of this run: %s", error)
+                batch = [
+                    *batch[:refused],
+                    *_instead_of(batch[refused], error),
+                    *batch[refused + 1 :],
+                ]
+        self.unsent.extend(batch)
+
+
+def _instead_of(event: Event, error: ChatuiError) -> list[Event]:
+    if event.get("type") != "agent.tool.completed":
+        return []
+    replacement = {
+        key: event[key] for key in ("type", "run_id", "timestamp", "tool_call_id") if key in event
+    }
+    replacement["error"] = f"chatui refused this result: {error.message}"[:2000]
+    return with_event_ids([replacement])
 
 
 # -- the tracing processor: one per process, routing spans to the run they belong to ----
@@ -569,6 +594,10 @@ def _arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
     except ValueError:
         return None, str(raw)
     if isinstance(parsed, dict):
+        try:
+            json.dumps(parsed, allow_nan=False)  # Python reads NaN; JSON has none
+        except ValueError:
+            return None, str(raw)
         return parsed, None
     return None, raw if isinstance(raw, str) else json.dumps(raw)
 
@@ -576,8 +605,10 @@ def _arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
 def _jsonable(value: Any) -> Any:
     """A tool's output as JSON: as it is when it is JSON, a pydantic model dumped, else
     its text (the SDK's own way to show it to the model)."""
-    if value is None or isinstance(value, str | int | float | bool):
+    if value is None or isinstance(value, str | bool):
         return value
+    if isinstance(value, int | float):
+        return value if math.isfinite(value) else str(value)
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         try:
