@@ -275,7 +275,9 @@ class ReleaseCheck:
         return Runner.run_streamed(self.triage, QUESTION)
 
 
-def release_check(*, answer_delay: float = 0.02) -> ReleaseCheck:
+def release_check(
+    *, answer_delay: float = 0.02, slow_seconds: float = SLOW_TOOL_SECONDS
+) -> ReleaseCheck:
     disk_checks: list[str] = []
 
     @function_tool(failure_error_function=lambda _context, error: f"check_disk failed: {error}")
@@ -289,7 +291,7 @@ def release_check(*, answer_delay: float = 0.02) -> ReleaseCheck:
     @function_tool
     async def run_tests() -> str:
         """Run the test suite."""
-        await asyncio.sleep(SLOW_TOOL_SECONDS)
+        await asyncio.sleep(slow_seconds)
         return "42 passed"
 
     @function_tool(name_override=NOTES_TOOL)
