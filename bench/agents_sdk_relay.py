@@ -4,7 +4,7 @@ that starts in an SDK run is stored in chatui, and what relaying costs the run.
     .venv/bin/python bench/agents_sdk_relay.py [--runs 20] [--slow 0.2]
 
 The release check of the tests (tests/support/agents_sdk.py: the real SDK, a scripted
-model; 9 tool calls a run, two of them nested, a handoff, a streamed answer), its slow
+model; 7 tool calls a run, two of them nested, a handoff, a streamed answer), its slow
 tool shortened to `--slow` seconds and its answer streamed without pauses, run `--runs`
 times against one daphne (bench.instrumented_asgi stamps each commit):
 
