@@ -300,11 +300,16 @@ class _Outbox:
                     *_instead_of(batch[refused], error),
                     *batch[refused + 1 :],
                 ]
+            except Exception as error:  # not chatui's answer: a closed client, say
+                logger.warning("could not post to chatui, no more sent: %r", error)
+                self.error = ChatuiError(f"could not post events: {error!r}")
         self.unsent.extend(batch)
 
 
 def _instead_of(event: Event, error: ChatuiError) -> list[Event]:
-    if event.get("type") != "agent.tool.completed":
+    """A refused tool result becomes an error saying why; anything else (this error
+    refused too, included) is left out."""
+    if event.get("type") != "agent.tool.completed" or "result" not in event:
         return []
     replacement = {
         key: event[key] for key in ("type", "run_id", "timestamp", "tool_call_id") if key in event
