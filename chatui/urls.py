@@ -5,7 +5,7 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from chatui.web import api, approval_views, health, replay_views, tool_text_views, views
+from chatui.web import api, approval_views, health, otlp, replay_views, tool_text_views, views
 
 #: One conversation's pages, under c/<conversation_id>/.
 conversation_pages = [
@@ -46,6 +46,9 @@ api_patterns = [
         approval_views.approval_endpoint,
         name="approval",
     ),
+    # docs/events.md#otlp: an OpenTelemetry exporter's endpoint is …/api/v1/otlp.
+    path("otlp/v1/traces", otlp.otlp_traces, name="otlp-traces"),
+    path("otlp/v1/logs", otlp.otlp_logs, name="otlp-logs"),
 ]
 
 urlpatterns = [

@@ -26,6 +26,7 @@ from chatui.ingest.dialects.agentspine import (
     FROM_AGENTSPINE,
     with_agentspine_extras,
 )
+from chatui.ingest.dialects.otlp import OTEL_SCHEMAS
 
 from .values import (
     MAX_ID_CHARS,
@@ -152,8 +153,12 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
 }
 # AgentSpine's logged types are validated like native ones (dialects.agentspine).
 SCHEMAS.update(AGENTSPINE_SCHEMAS)
+# docs/events.md#otlp: spans and log records, logged as received, read by the projector.
+SCHEMAS.update(OTEL_SCHEMAS)
 
-EVENT_TYPES = tuple(name for name in SCHEMAS if name not in AGENTSPINE_SCHEMAS)
+EVENT_TYPES = tuple(
+    name for name in SCHEMAS if name not in AGENTSPINE_SCHEMAS and name not in OTEL_SCHEMAS
+)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from chatui.models import (
 
 from . import search_index
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
+from .otel_projection import OTEL_TYPES, OtelHandlers
 from .values import details_failure, is_tool_execution_result, result_text
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
@@ -361,7 +362,7 @@ DELETE_MESSAGES = InSizes(
 MESSAGE_RELATIONS = {(SecretReveal, "message"): models.SET_NULL}
 
 
-class Projector:
+class Projector(OtelHandlers):
     """Applies events to one conversation's messages. One instance per ingest call.
 
     Writes are deferred: messages are created and changed in memory and written with
@@ -414,6 +415,8 @@ class Projector:
                 message_ids.add(payload["message_id"])
             if event.tool_call_id:
                 call_ids.add(event.tool_call_id)
+            if event.type in OTEL_TYPES:  # docs/events.md#otlp: read once, here
+                self._otel_prefetch(event, message_ids, call_ids)
             call_ids.update(c["id"] for c in payload.get("tool_calls", ()) if c.get("id"))
             if event.run_id:
                 run_ids.add(event.run_id)

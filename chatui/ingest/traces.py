@@ -1,0 +1,220 @@
+"""OTLP exports into conversations (docs/events.md#otlp): which conversation each span or
+log record belongs to, and its event — through the one writer, `ingest_normalised`.
+
+One conversation per (owner, id): its primary key is derived from the owner and the id
+(`gen_ai.conversation.id`, `session.id`, else the trace id), so every process finds
+the same one without a lookup table, and two owners sending the same id get two. A
+span's event id is `otel:<trace id>:<span id>`: a re-sent span is a duplicate, whatever
+export carries it. A log record's is the digest of its content.
+
+A span or record that cannot be kept (too large, unstorable text) is rejected alone and
+counted in the answer's `partial_success`; the rest of the export is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from chatui.models import Conversation, Event
+
+from .dialects import claude_code_logs, otlp
+from .dialects.spans import at, times
+from .events import NormalisedEvent, normalise_event
+from .service import ingest_normalised
+from .values import EventError, canonical_json
+
+#: uuid5 namespace of the conversations traces make.
+NAMESPACE = uuid.UUID("6f1c2a3e-5b7d-4e0a-9c1b-7a2f0d4e8c11")
+
+
+@dataclass
+class Outcome:
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    problems: list[str] = field(default_factory=list)
+    conversations: set[Any] = field(default_factory=set)
+
+    def reject(self, problem: str) -> None:
+        self.rejected += 1
+        if len(self.problems) < 5:
+            self.problems.append(problem)
+
+    @property
+    def error_message(self) -> str:
+        return "; ".join(self.problems)[:1000]
+
+
+def conversation_pk(owner: AbstractBaseUser, key: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"{owner.pk}\n{key}")
+
+
+def conversation_for(owner: AbstractBaseUser, key: str) -> Conversation | None:
+    """The owner's conversation for `key`, created on first sight (untitled: its first
+    user message titles it). None if that id is someone else's (never expected)."""
+    pk = conversation_pk(owner, key)
+    found = Conversation.objects.filter(pk=pk).first()
+    if found is None:
+        try:
+            with transaction.atomic():
+                found = Conversation.objects.create(pk=pk, owner=owner)
+        except IntegrityError:  # another request made it first
+            found = Conversation.objects.filter(pk=pk).first()
+    if found is None or found.owner_id != owner.pk:
+        return None
+    return found
+
+
+def iso(nanoseconds: int) -> str | None:
+    moment = at(nanoseconds)
+    return moment.isoformat() if moment else None
+
+
+def span_events(request: Any) -> tuple[dict[str, list[tuple[Any, dict[str, Any]]]], Outcome]:
+    """An ExportTraceServiceRequest's spans as events, by conversation key, each with
+    its sort key (start time; a root span, which ends its run, after its trace's
+    others)."""
+    outcome = Outcome()
+    batch = otlp.TraceBatch()
+    items: list[tuple[dict[str, Any], dict[str, Any], dict[str, str]]] = []
+    for resource_spans in request.resource_spans:
+        resource = otlp.attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = otlp.scope_of(scope_spans.scope)
+            for span in scope_spans.spans:
+                record = otlp.span_record(span)
+                if len(record["traceId"]) != 32 or len(record["spanId"]) != 16:
+                    outcome.reject("a span needs a 16-byte trace id and an 8-byte span id")
+                    continue
+                batch.add(record)
+                items.append((record, resource, scope))
+    grouped: dict[str, list[tuple[Any, dict[str, Any]]]] = defaultdict(list)
+    for record, resource, scope in items:
+        key = batch.conversation_key(record, resource)
+        start, end = times(record)
+        raw = {
+            "type": "otel.span",
+            "event_id": f"otel:{record['traceId']}:{record['spanId']}",
+            "run_id": f"otel-{record['traceId']}",
+            "span": record,
+            "resource": resource,
+            "scope": scope,
+        }
+        when = iso(start)
+        if when:
+            raw["timestamp"] = when
+        root = not record.get("parentSpanId")
+        grouped[key].append(((record["traceId"], root, end if root else start), raw))
+    return grouped, outcome
+
+
+def log_events(request: Any) -> tuple[dict[str, list[tuple[Any, dict[str, Any]]]], Outcome]:
+    """An ExportLogsServiceRequest's Claude Code events, by `session.id`. Other records
+    are not a transcript's: counted as rejected, with the reason."""
+    outcome = Outcome()
+    grouped: dict[str, list[tuple[Any, dict[str, Any]]]] = defaultdict(list)
+    for resource_logs in request.resource_logs:
+        resource = otlp.attributes(resource_logs.resource.attributes)
+        for scope_logs in resource_logs.scope_logs:
+            scope = otlp.scope_of(scope_logs.scope)
+            for log in scope_logs.log_records:
+                record = otlp.log_record(log)
+                if not claude_code_logs.event_name(record):
+                    outcome.reject("only Claude Code's events (claude_code.*) are read from logs")
+                    continue
+                session = claude_code_logs.session(record) or otlp.conversation_id(resource)
+                if not session:
+                    outcome.reject("a Claude Code event without session.id")
+                    continue
+                key = session if session.startswith("session.id:") else f"session.id:{session}"
+                try:
+                    digest = hashlib.sha256(canonical_json(record).encode()).hexdigest()[:40]
+                except ValueError:
+                    outcome.reject("a log record that cannot be stored")
+                    continue
+                raw = {"type": "otel.log", "event_id": f"otel-log:{digest}", "record": record}
+                raw |= {"resource": resource, "scope": scope}
+                run = claude_code_logs.run_of(record)
+                if run:
+                    raw["run_id"] = run
+                nanoseconds = int(record["timeUnixNano"] or 0)
+                when = iso(nanoseconds)
+                if when:
+                    raw["timestamp"] = when
+                grouped[key].append(((nanoseconds,), raw))
+    return grouped, outcome
+
+
+def ingest_export(
+    owner: AbstractBaseUser,
+    grouped: dict[str, list[tuple[Any, dict[str, Any]]]],
+    outcome: Outcome,
+) -> Outcome:
+    """Each conversation's events in order, through `ingest_normalised`."""
+    limit = settings.CHATUI_MAX_EVENT_BYTES
+    for key, entries in grouped.items():
+        entries.sort(key=lambda entry: entry[0])
+        events: list[NormalisedEvent] = []
+        for index, (_, raw) in enumerate(entries):
+            try:
+                events.append(normalise_event(raw, index, max_event_bytes=limit))
+            except EventError as problem:
+                outcome.reject(f"{raw['event_id'][:80]}: {problem.message}")
+        if not events:
+            continue
+        conversation = conversation_for(owner, key)
+        if conversation is None:
+            for _ in events:
+                outcome.reject("conversation not found")
+            continue
+        events = _first_of_each(events)
+        try:
+            result = ingest_normalised(conversation, events)
+        except EventError as problem:
+            if problem.status != 409:
+                raise
+            # A span sent again with another body (a bug of its sender): the first stays.
+            events = _not_logged(conversation, events, outcome)
+            result = ingest_normalised(conversation, events) if events else None
+        if result is not None:
+            outcome.accepted += result.accepted
+            outcome.duplicates += result.duplicates
+        outcome.conversations.add(conversation.pk)
+    return outcome
+
+
+def _first_of_each(events: list[NormalisedEvent]) -> list[NormalisedEvent]:
+    """One event per id: an export that holds a span twice keeps its first."""
+    seen: set[str] = set()
+    kept = []
+    for event in events:
+        if event.event_id not in seen:
+            seen.add(event.event_id or "")
+            kept.append(event)
+    return kept
+
+
+def _not_logged(
+    conversation: Conversation, events: list[NormalisedEvent], outcome: Outcome
+) -> list[NormalisedEvent]:
+    ids = [event.event_id for event in events]
+    logged = set(
+        Event.objects.filter(conversation=conversation, event_id__in=ids).values_list(
+            "event_id", flat=True
+        )
+    )
+    kept = []
+    for event in events:
+        if event.event_id in logged:
+            outcome.duplicates += 1
+        else:
+            kept.append(event)
+    return kept
