@@ -18,7 +18,7 @@ from typing import Any
 
 from chatui.ingest.dialects import claude_code_logs, openinference, otel_genai
 from chatui.ingest.dialects.spans import Reading, at, failure, is_root, text, times
-from chatui.models import Event, Message, Role
+from chatui.models import Event, Message, Role, ToolStatus
 
 SPAN = "otel.span"
 LOG = "otel.log"
@@ -38,7 +38,20 @@ def read_span(span: dict[str, Any]) -> Reading:
 def read_event(event: Event) -> Reading:
     if event.type == LOG:
         return claude_code_logs.read(event.payload["record"], event.event_id or str(event.seq))
-    return read_span(event.payload["span"])
+    span = event.payload["span"]
+    return scoped(read_span(span), span["traceId"])
+
+
+def scoped(reading: Reading, trace: str) -> Reading:
+    """Call ids as the trace's: models reuse them across runs (`call_0`, or a scripted
+    model's), and a conversation's tool entries are found by call id."""
+    suffix = "@" + trace[:16]
+    if reading.tool is not None:
+        reading.tool.call_id = reading.tool.call_id[:180] + suffix
+    for call in (reading.step or {}).get("tool_calls", ()):
+        if "id" in call:
+            call["id"] = call["id"][:180] + suffix
+    return reading
 
 
 def reading_ids(reading: Reading) -> tuple[set[str], set[str]]:
@@ -122,6 +135,8 @@ class OtelHandlers:
         if call is None:
             return
         parent_call, waits_for = self._otel_parent(trace, parent) if trace else ("", "")
+        if not call.id_known:
+            call.call_id = self._otel_queued_call(event.run_id, call.name) or call.call_id
         started: dict[str, Any] = {"tool_call_id": call.call_id, "tool_name": call.name}
         if isinstance(call.args, dict):
             started["args"] = call.args
@@ -144,6 +159,24 @@ class OtelHandlers:
                 message.metadata[WAITS_FOR] = waits_for
                 self._save(message, event)
                 self._otel().waiting[(trace, waits_for)].append(message)
+
+    def _otel_queued_call(self, run_id: str, name: str) -> str:
+        """The earliest call of `name` the model asked for in this run that has not run yet."""
+        self.flush()
+        queued = (
+            Message.objects.filter(
+                conversation_id=self.conversation.pk,
+                run_id=run_id,
+                role=Role.TOOL,
+                tool_status=ToolStatus.QUEUED,
+                tool_name=name,
+            )
+            .exclude(tool_call_id="")
+            .order_by("position")
+            .values_list("tool_call_id", flat=True)
+            .first()
+        )
+        return queued or ""
 
     def _otel_end_run(self, event: Event, span: dict[str, Any]) -> None:
         """A root span ends its trace's run: failed with its error, else completed."""
@@ -190,7 +223,7 @@ class OtelHandlers:
         if not isinstance(stored, dict) or not isinstance(stored.get("span"), dict):
             state.missing.add(key)
             return None
-        reading = read_span(stored["span"])
+        reading = scoped(read_span(stored["span"]), trace)
         parent = stored["span"].get("parentSpanId", "")
         found = (reading.tool.call_id if reading.tool else "", parent)
         state.known[key] = found

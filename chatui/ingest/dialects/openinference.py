@@ -47,23 +47,31 @@ def read(span: dict[str, Any]) -> Reading:
 
 
 def _tool(span: dict[str, Any], attrs: dict[str, Any]) -> ToolCall:
+    output = json_or_text(attrs.get("output.value"))
+    message = _tool_message(output)
+    call_id = short_id(attrs.get("tool_call.id")) or short_id(message.get("tool_call_id"))
     call = ToolCall(
-        call_id=short_id(attrs.get("tool_call.id")) or span["spanId"],
+        call_id=call_id or span["spanId"],
+        id_known=bool(call_id),
         name=tool_name(attrs.get("tool.name") or span.get("name")),
         args=json_or_text(attrs.get("input.value")),
         duration_ms=duration_ms(span),
     )
-    if attrs.get("output.value") is not None:
-        call.result, call.has_result = _result(json_or_text(attrs["output.value"])), True
+    if output is not None:
+        call.result = json_or_text(message["content"]) if "content" in message else output
+        call.has_result = True
     call.error = failure(span)
     return call
 
 
-def _result(value: Any) -> Any:
-    """LangChain's instrumentor writes a ToolMessage as its output: its `content` is the result."""
-    if isinstance(value, dict) and value.get("type") == "tool" and "content" in value:
-        return json_or_text(value["content"])
-    return value
+def _tool_message(value: Any) -> dict[str, Any]:
+    """LangChain's instrumentor writes a ToolMessage as a tool's output
+    (`{"type": "tool", "data": {"content", "tool_call_id", …}}`): its content is the
+    result, and it names the call."""
+    if isinstance(value, dict) and value.get("type") == "tool":
+        data = value.get("data") if isinstance(value.get("data"), dict) else value
+        return data
+    return {}
 
 
 def _model_call(span: dict[str, Any], attrs: dict[str, Any]) -> Reading:

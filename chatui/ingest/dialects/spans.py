@@ -30,6 +30,9 @@ class ToolCall:
     has_result: bool = False
     error: str = ""
     duration_ms: int | None = None
+    #: False when the span names no call id (`call_id` is then its span id): the entry
+    #: is the model's queued call of that name, if one waits.
+    id_known: bool = True
 
 
 @dataclass
