@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from chatui.models import Conversation, Event
+from chatui.models import Conversation, Event, Run
 
 from .dialects import claude_code_logs, otlp
 from .dialects.spans import at, times
@@ -170,7 +170,7 @@ def ingest_export(
                 outcome.reject(f"{raw['event_id'][:80]}: {problem.message}")
         if not events:
             continue
-        conversation = conversation_for(owner, key)
+        conversation = _trace_seen_in(owner, key) or conversation_for(owner, key)
         if conversation is None:
             for _ in events:
                 outcome.reject("conversation not found")
@@ -189,6 +189,21 @@ def ingest_export(
             outcome.duplicates += result.duplicates
         outcome.conversations.add(conversation.pk)
     return outcome
+
+
+def _trace_seen_in(owner: AbstractBaseUser, key: str) -> Conversation | None:
+    """Spans that name no conversation (nor do their ancestors in their export) join
+    the one their trace's earlier spans went to, if any: a framework may name it only
+    on some spans, and those end — and are exported — at another time."""
+    if not key.startswith("trace:"):
+        return None
+    run = (
+        Run.objects.filter(run_id=f"otel-{key.removeprefix('trace:')}", conversation__owner=owner)
+        .select_related("conversation")
+        .order_by("started_seq")
+        .first()
+    )
+    return run.conversation if run is not None else None
 
 
 def _first_of_each(events: list[NormalisedEvent]) -> list[NormalisedEvent]:
