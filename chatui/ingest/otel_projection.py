@@ -78,6 +78,8 @@ class _Spans:
     #: Traces whose stored waiting entries were loaded.
     loaded: set[str] = field(default_factory=set)
     readings: dict[int, Reading] = field(default_factory=dict)
+    #: Runs ended by root spans in this batch: (event, status payload, when it ended).
+    ends: list[tuple[Event, dict[str, Any], Any]] = field(default_factory=list)
 
 
 class OtelHandlers:
@@ -98,6 +100,11 @@ class OtelHandlers:
 
     def _otel_prefetch(self, event: Event, message_ids: set[str], call_ids: set[str]) -> None:
         reading = self._otel_reading(event)
+        if event.type == SPAN:  # the batch's spans are its nesting's first source
+            span = event.payload["span"]
+            call_id = reading.tool.call_id if reading.tool else ""
+            key = (span["traceId"], span["spanId"])
+            self._otel().known[key] = (call_id, span.get("parentSpanId") or "")
         found_messages, found_calls = reading_ids(reading)
         message_ids |= found_messages
         call_ids |= found_calls
@@ -179,15 +186,31 @@ class OtelHandlers:
         return queued or ""
 
     def _otel_end_run(self, event: Event, span: dict[str, Any]) -> None:
-        """A root span ends its trace's run: failed with its error, else completed."""
+        """A root span ends its trace's run: failed with its error (its banner where the
+        span is), else completed. The run itself is ended with the batch's others
+        (`_otel_finish`): one flush for all of them, not one each."""
         error = failure(span)
-        started_at = event.timestamp
-        event.timestamp = at(times(span)[1]) or started_at  # in memory only: when it ended
-        try:
-            status = {"status": "failed", "error_message": error} if error else {}
-            self._on_agent_status(event, status or {"status": "completed"})
-        finally:
-            event.timestamp = started_at
+        payload = {"status": "failed", "error_message": error} if error else {}
+        if error:
+            self._create(
+                event, f"status_{event.seq}", Role.STATUS, content=error, status_type="error"
+            )
+        ended = at(times(span)[1]) or event.timestamp
+        self._otel().ends.append((event, payload or {"status": "completed"}, ended))
+
+    def _otel_finish(self) -> None:
+        state = self._otel_spans
+        if state is None or not state.ends:
+            return
+        ends, state.ends = state.ends, []
+        for event, payload, ended in ends:
+            started_at = event.timestamp
+            event.timestamp = ended  # in memory only: when the run ended
+            try:
+                self._finish_run(event, payload["status"], payload)
+                self._reconcile(event.run_id)
+            finally:
+                event.timestamp = started_at
 
     # -- nesting ----------------------------------------------------------------------
 

@@ -459,6 +459,7 @@ class Projector(OtelHandlers):
         self.prefetch(events)
         for event in events:
             self.apply(event)
+        self._otel_finish()  # the runs its root spans ended, together (docs/PERFORMANCE.md#p8)
         self.flush()
 
     def _appended_unread(self, event: Event) -> bool:
