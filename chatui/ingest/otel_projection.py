@@ -86,6 +86,9 @@ class OtelHandlers:
     """Mixed into chatui.ingest.projection.Projector."""
 
     _otel_spans: _Spans | None = None
+    #: The call ids of this batch's tool spans: a model call's step does not queue
+    #: these (an entry written twice, queued then started, for the same card).
+    _otel_batch_calls: frozenset[str] | set[str] = frozenset()
 
     def _otel(self) -> _Spans:
         if self._otel_spans is None:
@@ -105,6 +108,10 @@ class OtelHandlers:
             call_id = reading.tool.call_id if reading.tool else ""
             key = (span["traceId"], span["spanId"])
             self._otel().known[key] = (call_id, span.get("parentSpanId") or "")
+            if call_id:
+                if not isinstance(self._otel_batch_calls, set):
+                    self._otel_batch_calls = set()
+                self._otel_batch_calls.add(call_id)
         found_messages, found_calls = reading_ids(reading)
         message_ids |= found_messages
         call_ids |= found_calls
@@ -203,14 +210,15 @@ class OtelHandlers:
         if state is None or not state.ends:
             return
         ends, state.ends = state.ends, []
-        for event, payload, ended in ends:
-            started_at = event.timestamp
-            event.timestamp = ended  # in memory only: when the run ended
-            try:
-                self._finish_run(event, payload["status"], payload)
-                self._reconcile(event.run_id)
-            finally:
-                event.timestamp = started_at
+        # In memory only: each run ends when its root span did.
+        originals = [(event, event.timestamp) for event, _, _ in ends]
+        for event, _, ended in ends:
+            event.timestamp = ended
+        try:
+            self._end_runs([(event, payload) for event, payload, _ in ends])
+        finally:
+            for event, timestamp in originals:
+                event.timestamp = timestamp
 
     # -- nesting ----------------------------------------------------------------------
 

@@ -564,6 +564,8 @@ class Projector(OtelHandlers):
         call_id = call.get("id", "")
         if call_id and self._tool(call_id) is not None:
             return  # already started (or finished): nothing to queue
+        if call_id in self._otel_batch_calls:
+            return  # its tool span is in this batch: its entry comes with it, not twice
         message_id = f"tool_{call_id}" if call_id else f"tool_{assistant_id}_{index}"
         if not call_id and self._find(message_id) is not None:
             return  # the step was completed before: its id-less calls are queued already
@@ -991,6 +993,38 @@ class Projector(OtelHandlers):
             self._run_statuses[event.run_id] = status
         if self._follows(event.run_id):
             self._set_status(status)
+
+    def _end_runs(self, ends: list[tuple[Event, dict[str, Any]]]) -> None:
+        """Runs ended together by events of a source that streams nothing and writes no
+        ephemeral lines (OpenTelemetry's root spans, chatui.ingest.otel_projection): as
+        `_finish_run` would end each, with their unanswered tools (T2) found in one query
+        for all of them rather than three per run (docs/PERFORMANCE.md#p8)."""
+        self.flush()
+        by_run = {event.run_id: event for event, _ in ends}
+        pending = Message.objects.filter(
+            conversation_id=self.conversation.pk,
+            role=Role.TOOL,
+            run_id__in=list(by_run),
+            tool_status__in=OPEN,
+        )
+        for row in pending:
+            message = self._messages.get(row.message_id) or row
+            self._messages[row.message_id] = message
+            if message.tool_status in OPEN:
+                message.metadata["no_result_recorded"] = True
+                self._save(message, by_run[row.run_id])
+        for event, payload in ends:
+            status = payload["status"]
+            END_RUN.run(
+                pk=self.conversation.pk,
+                run_id=event.run_id,
+                status=status,
+                ended_at=event.timestamp,
+                error=payload.get("error_message", "") if status == "failed" else "",
+            )
+            self._run_statuses[event.run_id] = status
+            if self._follows(event.run_id):
+                self._set_status(status)
 
     def _mark_unanswered_tools(self, event: Event) -> None:
         """T2: a tool still waiting when its run ends never got a result: it shows

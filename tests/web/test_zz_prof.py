@@ -12,4 +12,4 @@ def test_prof(api, user):
         api.client.post("/api/v1/otlp/v1/traces", data=b, content_type="application/x-protobuf", headers=api.headers)
     prof.disable()
     print("CPU per span ms", (time.process_time() - t) / (4 * 512) * 1000)
-    st = pstats.Stats(prof); st.sort_stats("cumulative").print_stats(45)
+    st = pstats.Stats(prof); st.sort_stats("tottime").print_stats(30); st.sort_stats("cumulative").print_stats("chatui", 40)
