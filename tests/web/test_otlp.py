@@ -367,3 +367,91 @@ def test_hostile_span_text_is_escaped_on_the_page(api, user, client):
     page = client.get(conversation.get_absolute_url()).content.decode()
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)" in page
+
+
+def _old_form_span(span_id: str, start: int, name: str, attributes: dict, events=()) -> dict:
+    def value(v):
+        return {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}
+
+    return {
+        "traceId": "cd" * 16,
+        "spanId": span_id,
+        "parentSpanId": "0f" * 8,
+        "name": name,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 10**6),
+        "attributes": [{"key": k, "value": value(v)} for k, v in attributes.items()],
+        "events": [
+            {
+                "name": event_name,
+                "timeUnixNano": str(start),
+                "attributes": [{"key": k, "value": value(v)} for k, v in attrs.items()],
+            }
+            for event_name, attrs in events
+        ],
+    }
+
+
+def test_older_genai_forms_give_the_same_entries(api, user):
+    """The conventions' span events (gen_ai.user.message, gen_ai.choice), Pydantic AI's
+    `events` attribute, and OpenLLMetry's flattened gen_ai.prompt.N / completion.N."""
+    session = {"session.id": "old-forms"}
+    choice = {"message": json.dumps({"role": "assistant", "content": "From events."})}
+    spans_ = [
+        _old_form_span(
+            "01" * 8,
+            1,
+            "chat old",
+            {**session, "gen_ai.usage.prompt_tokens": 10, "gen_ai.usage.completion_tokens": 5},
+            [("gen_ai.user.message", {"content": "First question"}), ("gen_ai.choice", choice)],
+        ),
+        _old_form_span(
+            "02" * 8,
+            2,
+            "chat pydantic v1",
+            {
+                **session,
+                "events": json.dumps(
+                    [
+                        {"event.name": "gen_ai.user.message", "content": "First question"},
+                        {
+                            "event.name": "gen_ai.choice",
+                            "message": {"role": "assistant", "content": "From the attribute."},
+                        },
+                    ]
+                ),
+            },
+        ),
+        _old_form_span(
+            "03" * 8,
+            3,
+            "openai.chat",
+            {
+                **session,
+                "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": "First question",
+                "gen_ai.completion.0.role": "assistant",
+                "gen_ai.completion.0.content": "From flattened attributes.",
+            },
+        ),
+        _old_form_span(
+            "04" * 8,
+            4,
+            "running tool",
+            {**session, "gen_ai.tool.name": "grep", "tool_arguments": '{"pattern": "x"}'},
+        ),
+    ]
+    export = {"resourceSpans": [{"scopeSpans": [{"spans": spans_}]}]}
+    assert post(api, json.dumps(export).encode()).status_code == 200
+    conversation = Conversation.objects.get(owner=user)
+    rows = transcript(conversation)
+    assert [r[:2] for r in rows if r[0] != "tool"] == [
+        ("user", "First question"),
+        ("assistant", "From events."),
+        ("assistant", "From the attribute."),
+        ("assistant", "From flattened attributes."),
+    ]
+    grep = Message.objects.get(conversation=conversation, role="tool")
+    assert grep.tool_name == "grep" and grep.metadata["args"] == {"pattern": "x"}
+    first = Message.objects.get(conversation=conversation, content="From events.")
+    assert first.metadata["tokens"] == 15

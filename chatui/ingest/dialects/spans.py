@@ -124,8 +124,11 @@ class History:
         self._digest = hashlib.sha256()
         self.users: list[tuple[str, str]] = []
 
-    def add(self, role: str, content: str, extra: Any = None) -> None:
-        self._digest.update(json.dumps([role, content, extra], default=str).encode())
+    def add(self, role: str, content: str, calls: list[dict[str, Any]] | None = None) -> None:
+        # Role, text and the ids of its calls: enough to tell messages apart, and no
+        # JSON encoding of each message of a long history for every model call.
+        ids = ",".join(str(call.get("id", call.get("name", ""))) for call in calls or ())
+        self._digest.update(f"{len(role)}:{role}{len(content)}:{content}{ids}\x00".encode())
         if role == "user" and content.strip():
             self.users.append(("otel-user-" + self._digest.hexdigest()[:32], content))
 
