@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Bench, cpu_seconds, machine_line, summary, table  # noqa: E402
+from bench.common import Bench, cpu_seconds, loadavg, machine_line, summary, table
 
 CAPTURE = Path(__file__).resolve().parents[1] / "tests/fixtures/otlp/otlp_pydantic_ai_traces.json"
 BATCH = 512
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> None:
                         f"{cpu / spans * 1000:.3f} ms",
                         f"{stats['p50']:.0f} ms",
                         f"{stats['p99']:.0f} ms",
-                        open("/proc/loadavg").read().split()[0],
+                        loadavg(),
                     ]
                 ],
             )
