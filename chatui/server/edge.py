@@ -31,7 +31,7 @@ import sys
 import time
 import types
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
@@ -44,6 +44,9 @@ from twisted.internet.defer import Deferred
 from twisted.web.http import HTTPChannel
 from twisted.web.http_headers import Headers
 
+from chatui.ingest.dialects.otlp import JSON as OTLP_JSON
+from chatui.ingest.dialects.otlp import PROTOBUF as OTLP_PROTOBUF
+from chatui.ingest.dialects.otlp import status_body
 from chatui.models import ApiToken
 from chatui.web.credentials import SCOPE_TOKEN, bearer_credential, header, origin_allowed
 from chatui.web.middleware import CONTENT_SECURITY_POLICY
@@ -58,6 +61,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 API_PREFIX = "/api/"
+#: The OTLP receiver (docs/events.md#otlp): its refusals are a google.rpc.Status.
+OTLP_PREFIX = "/api/v1/otlp/"
 #: Where the edge leaves the request's `ApiToken` for `chatui.web.api.api_view`.
 #: Set by `GuardedRequest`: the rules were applied as the request arrived.
 SCOPE_CHECKED = "chatui.edge_checked"
@@ -101,6 +106,15 @@ class Refusal:
     status: int
     message: str
     api: bool
+    #: For the OTLP receiver: the encoding to answer in (a google.rpc.Status), else "".
+    otlp: str = ""
+
+    def for_request(self, path: str, content_type: bytes | None) -> Refusal:
+        """This refusal as the request's path answers it: OTLP-shaped on the receiver's."""
+        if not path.startswith(OTLP_PREFIX):
+            return self
+        given = (content_type or b"").split(b";")[0].strip().lower()
+        return replace(self, otlp=OTLP_PROTOBUF if given == OTLP_PROTOBUF.encode() else OTLP_JSON)
 
     @classmethod
     def unauthorized(cls) -> Refusal:
@@ -116,12 +130,16 @@ class Refusal:
         return cls(408, message, api=bool(route and route.api))
 
     def body(self) -> bytes:
+        if self.otlp:
+            return status_body(self.status, self.message, self.otlp)
         if self.api:
             return json.dumps({"error": self.message}).encode()
         return f"{HTTPStatus(self.status).phrase}: {self.message}.\n".encode()
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         content_type = b"application/json" if self.api else b"text/plain; charset=utf-8"
+        if self.otlp:
+            content_type = self.otlp.encode()
         headers = [
             (b"Content-Type", content_type),
             (b"Content-Length", str(len(self.body())).encode()),
@@ -167,15 +185,25 @@ class EdgeMiddleware:
             credential = bearer_credential(authorization.decode("latin-1"))
             token = await token_for_async(credential) if credential else None
             if token is None:
-                return await Refusal.unauthorized().send(send)
+                return await self._refuse(Refusal.unauthorized(), scope, send)
             scope = {**scope, SCOPE_TOKEN: token}
         length = header(headers, b"content-length")
         if length is None and header(headers, b"transfer-encoding") is None:
             return await self.app(scope, receive, send)  # no body
         route = route_for(scope["path"])
         if length is not None and length.isdigit() and int(length) > route.limit:
-            return await Refusal.too_large(route).send(send)
-        await self.app(scope, LimitedBody(receive, send, route).receive, send)
+            return await self._refuse(Refusal.too_large(route), scope, send)
+        limited = LimitedBody(receive, send, route)
+        limited.shape = functools.partial(_shaped_for, scope)
+        await self.app(scope, limited.receive, send)
+
+    @staticmethod
+    async def _refuse(refusal: Refusal, scope: Scope, send: Send) -> None:
+        await _shaped_for(scope, refusal).send(send)
+
+
+def _shaped_for(scope: Scope, refusal: Refusal) -> Refusal:
+    return refusal.for_request(scope["path"], header(scope["headers"], b"content-type"))
 
 
 class LimitedBody:
@@ -188,6 +216,8 @@ class LimitedBody:
         self.deadline = time.monotonic() + settings.CHATUI_REQUEST_TIMEOUT
         self.received = 0
         self.done = False
+        #: How the request's path answers a refusal (`Refusal.for_request`).
+        self.shape: Callable[[Refusal], Refusal] = lambda refusal: refusal
 
     async def receive(self) -> Message:
         if self.done:
@@ -206,7 +236,7 @@ class LimitedBody:
     async def refuse(self, refusal: Refusal) -> Message:
         """Answer, then tell the app the client left, so it stops reading and sends nothing."""
         self.done = True
-        await refusal.send(self._send)
+        await self.shape(refusal).send(self._send)
         return {"type": "http.disconnect"}
 
 
@@ -317,6 +347,10 @@ class GuardedRequest(WebRequest):
         """Answer now, drop whatever the client still sends, and close."""
         self.refused = True
         channel = self.channel
+        target = self.held[1] if self.held else channel._path
+        path = unquote(target.split(b"?", 1)[0].decode("latin-1"))
+        content_type = self.requestHeaders.getRawHeaders(b"content-type", [None])[0]
+        refusal = refusal.for_request(path, content_type)
         # Twisted answers "Expect: 100-continue" right after `gotLength`: not after a refusal.
         self.requestHeaders.removeHeader(b"expect")
         transport = channel.transport

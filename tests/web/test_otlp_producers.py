@@ -13,6 +13,8 @@ import pytest
 from tests.support import otlp_agents
 from tests.support.otlp_agents import CMD_ERROR, PROMPT, exporting_to
 
+PROTOBUF = "application/x-protobuf"
+
 
 def _conversations(server) -> dict[str, dict]:
     answer = httpx.get(
@@ -109,3 +111,25 @@ def test_the_same_session_again_adds_a_run_to_its_conversation(chatui_server):
     ).json()["events"]
     assert {e["type"] for e in events} == {"otel.span"}  # each span kept as received
     assert len({e["run_id"] for e in events}) == 2  # a trace is a run
+
+
+def test_the_edge_refuses_an_export_with_an_otlp_status(chatui_server):
+    """Refused before its body is read (no token; a body past the limit): the answer is
+    a google.rpc.Status in the request's encoding all the same."""
+    from google.rpc.status_pb2 import Status
+
+    url = f"{chatui_server.url}/api/v1/otlp/v1/traces"
+    answer = httpx.post(url, content=b"\x0a\x00", headers={"Content-Type": PROTOBUF})
+    assert answer.status_code == 401
+    assert answer.headers["content-type"] == PROTOBUF
+    status = Status()
+    status.ParseFromString(answer.content)
+    assert (status.code, status.message) == (16, "missing or invalid bearer token")
+    answer = httpx.post(url, content=b"{}", headers={"Content-Type": "application/json"})
+    assert answer.status_code == 401 and answer.json()["code"] == 16
+    huge = b"x" * (8 * 1024 * 1024 + 1)
+    headers = {"Content-Type": PROTOBUF, "Authorization": f"Bearer {chatui_server.token}"}
+    answer = httpx.post(url, content=huge, headers=headers)
+    assert answer.status_code == 413
+    status.ParseFromString(answer.content)
+    assert status.code == 8 and "larger than" in status.message
