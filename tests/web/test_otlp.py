@@ -455,3 +455,41 @@ def test_older_genai_forms_give_the_same_entries(api, user):
     assert grep.tool_name == "grep" and grep.metadata["args"] == {"pattern": "x"}
     first = Message.objects.get(conversation=conversation, content="From events.")
     assert first.metadata["tokens"] == 15
+
+
+def test_unstorable_text_in_a_span_rejects_that_span_alone(api, user):
+    data = capture()
+    first = spans(data)[1]  # read_file's tool span
+    first["attributes"].append({"key": "note", "value": {"stringValue": "nul \u0000 here"}})
+    answer = post(api, json.dumps(data).encode())
+    assert answer.status_code == 200
+    assert int(answer.json()["partialSuccess"]["rejectedSpans"]) == 1
+    conversation = Conversation.objects.get(owner=user)
+    # What the model asked for still shows: its call, queued, never answered (T2).
+    read_file = Message.objects.get(conversation=conversation, tool_name="read_file")
+    assert read_file.tool_status == "queued" and read_file.metadata["no_result_recorded"]
+    assert Message.objects.filter(conversation=conversation, tool_name="run_cmd").count() == 2
+
+
+@pytest.mark.parametrize(
+    "span",
+    [
+        {"traceId": "x", "spanId": "y"},
+        {"traceId": "ab" * 16, "spanId": "cd" * 8, "events": [1]},
+        {"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": []},
+        {"traceId": "ab" * 16, "spanId": "cd" * 8, "startTimeUnixNano": "soon"},
+    ],
+)
+def test_a_logged_span_posted_as_an_event_is_validated_like_any(api, conversation, span):
+    answer = api.post_events(conversation, {"type": "otel.span", "span": span})
+    assert answer.status_code == 400 and answer.json()["field"] == "span"
+    assert not Event.objects.filter(conversation=conversation).exists()
+
+
+def test_a_logged_span_posted_as_an_event_projects_as_received(api, conversation):
+    tool = spans(capture())[1]
+    tool["attributes"] = {a["key"]: next(iter(a["value"].values())) for a in tool["attributes"]}
+    answer = api.post_events(conversation, {"type": "otel.span", "span": tool})
+    assert answer.status_code == 200
+    entry = Message.objects.get(conversation=conversation, role="tool")
+    assert (entry.tool_name, entry.tool_status) == ("read_file", "success")

@@ -256,9 +256,12 @@ def _common_shape(value: dict[str, Any], *time_fields: str) -> str | None:
     for name in time_fields:
         if not str(value.get(name, "0")).isdigit():
             return f"field '{name}' must be decimal digits (nanoseconds)"
-    for name in ("events",):
-        if not isinstance(value.get(name, []), list):
-            return f"field '{name}' must be an array"
+    events = value.get("events", [])
+    if not isinstance(events, list) or not all(
+        isinstance(event, dict) and isinstance(event.get("attributes", {}), dict)
+        for event in events
+    ):
+        return "field 'events' must be an array of objects with 'attributes' objects"
     if not isinstance(value.get("status", {}), dict):
         return "field 'status' must be an object"
     return None
