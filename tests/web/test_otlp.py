@@ -493,3 +493,16 @@ def test_a_logged_span_posted_as_an_event_projects_as_received(api, conversation
     assert answer.status_code == 200
     entry = Message.objects.get(conversation=conversation, role="tool")
     assert (entry.tool_name, entry.tool_status) == ("read_file", "success")
+
+
+def test_re_projecting_the_log_gives_the_same_transcript(api, user):
+    """The spans are the log: the transcript is derived from them again, the same."""
+    from chatui.ingest.service import reproject
+
+    post(api, CAPTURE.read_bytes())
+    for names in (("inner",), ("sub",), ("outer", "root")):
+        post(api, json.dumps(_nested_export(*names)).encode())
+    for conversation in Conversation.objects.filter(owner=user):
+        live = transcript(conversation)
+        reproject(conversation)
+        assert transcript(conversation) == live
