@@ -26,6 +26,7 @@ from chatui.ingest.dialects.agentspine import (
     FROM_AGENTSPINE,
     with_agentspine_extras,
 )
+from chatui.ingest.dialects.sessions import SESSION_SCHEMAS
 
 from .values import (
     MAX_ID_CHARS,
@@ -150,10 +151,14 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "error_message": (string, False),
     },
 }
-# AgentSpine's logged types are validated like native ones (dialects.agentspine).
+# AgentSpine's logged types are validated like native ones (dialects.agentspine), and so
+# is the record the session dialects keep (dialects.sessions, docs/events.md#sessions).
 SCHEMAS.update(AGENTSPINE_SCHEMAS)
+SCHEMAS.update(SESSION_SCHEMAS)
 
-EVENT_TYPES = tuple(name for name in SCHEMAS if name not in AGENTSPINE_SCHEMAS)
+EVENT_TYPES = tuple(
+    name for name in SCHEMAS if name not in AGENTSPINE_SCHEMAS and name not in SESSION_SCHEMAS
+)
 
 
 @dataclass(frozen=True)
