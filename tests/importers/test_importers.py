@@ -911,7 +911,8 @@ def test_import_unknown_format_lists_the_formats(conversation):
     with pytest.raises(TranscriptError) as caught:
         import_transcript("[]", "markdown", conversation)
     assert str(caught.value) == (
-        "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, legacy"
+        "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, "
+        "legacy, claude-code, codex"
     )
 
 

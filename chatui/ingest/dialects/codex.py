@@ -42,6 +42,7 @@ from .sessions import (
     MAX_ID_CHARS,
     SessionTranslator,
     checklist_line,
+    clean,
     cut,
     digest_key,
     parse_file,
@@ -204,10 +205,10 @@ def _arguments(payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             decoded = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             decoded = None
         if isinstance(decoded, dict):
-            return {"args": decoded}
+            return {"args": clean(decoded)}  # decoded here: NaN and NUL made storable
         # A custom tool's input is free text (apply_patch's patch).
         return (
             {"args": {"input": cut(raw)}}
@@ -283,7 +284,7 @@ def _output_of(output: Any) -> tuple[str, int | None, float | None]:
         return "", None, None
     try:
         decoded = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         decoded = None
     if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
         metadata = decoded.get("metadata") if isinstance(decoded.get("metadata"), dict) else {}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -90,10 +91,14 @@ def clean(value: Any, depth: int = 0) -> Any:
     nesting deeper than MAX_RECORD_DEPTH is kept as its JSON text."""
     if isinstance(value, str):
         return cut(_UNSAFE.sub("\ufffd", value))
-    if isinstance(value, float) and value != value:  # NaN is not JSON
+    if isinstance(value, float) and not math.isfinite(value):  # NaN, 1e999: not JSON
         return None
     if isinstance(value, dict | list) and depth >= MAX_RECORD_DEPTH:
-        return cut(_UNSAFE.sub("\ufffd", json.dumps(value, ensure_ascii=False, default=str)))
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):
+            text = "[nested too deeply to keep]"
+        return cut(_UNSAFE.sub("\ufffd", text))
     if isinstance(value, dict):
         return {clean(str(k), depth): clean(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
@@ -142,15 +147,13 @@ def record_time(record: dict[str, Any]) -> str | None:
         return None
     try:
         moment = parse_datetime(value.strip())
-    except ValueError:
+        if moment is None or not 1970 <= moment.year < 9000:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    except (ValueError, OverflowError):  # bad offsets, times out of datetime's range
         return None
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    if not 1970 <= moment.year < 9000:
-        return None
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def digest_key(record: Any) -> str:
@@ -205,6 +208,8 @@ class SessionTranslator:
         #: The open run ("" when none), and the time of the last dated record.
         self.run: str = _short(state.get("run"))
         self.last_time: str | None = record_time({"timestamp": state.get("time")})
+        #: The last record's key: the end of the session is named after it.
+        self.last_key: str = _short(state.get("last"))
         #: Pending tool calls: id -> tool name.
         self.calls: dict[str, str] = _table(state.get("calls"), str)
         #: Sub-agents: a sidechain record's uuid -> the call it runs under, while it runs;
@@ -223,6 +228,7 @@ class SessionTranslator:
         return {
             "run": self.run,
             "time": self.last_time,
+            "last": self.last_key,
             "calls": self.calls,
             "chains": self.chains,
             "agents": self.agents,
@@ -241,6 +247,7 @@ class SessionTranslator:
         self._count = 0
         self._key = self.key_of(record)
         self._record(record)
+        self.last_key = self._key
         return self._out
 
     def finish(self) -> list[dict[str, Any]]:
@@ -249,7 +256,9 @@ class SessionTranslator:
         self._out = []
         self._time = self.last_time
         if self.run:
-            self._key = f"{self.run.split(':', 1)[-1]}:end"
+            # Named after the last record: the same file ends the same way every time,
+            # and a longer copy of it (the session went on) ends anew, later.
+            self._key = f"{self.last_key or self.run.split(':', 1)[-1]}:end"
             self._count = 0
             self.emit("agent.status", status="completed")
             self.run = ""

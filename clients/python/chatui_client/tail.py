@@ -55,7 +55,7 @@ def guess_dialect(path: Path) -> str:
                     if isinstance(record, dict) and record.get("type") in CODEX_TYPES:
                         return "codex"
                     break
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass
     return "claude-code"
 
@@ -172,7 +172,7 @@ class Tail:
                 continue
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 record = None
             lines.append((position, record if isinstance(record, dict) else None))
         return lines
