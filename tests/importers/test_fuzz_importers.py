@@ -491,7 +491,9 @@ class Shapes:
                 "role": st.sampled_from(["user", "assistant"]),
                 "content": text
                 | st.lists(
-                    objects({"type": st.sampled_from(["input_text", "output_text"])}, {"text": text}),
+                    objects(
+                        {"type": st.sampled_from(["input_text", "output_text"])}, {"text": text}
+                    ),
                     max_size=2,
                 ),
                 "name": st.sampled_from(["shell", "exec_command", "apply_patch", "update_plan"])

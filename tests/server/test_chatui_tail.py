@@ -4,81 +4,24 @@ resuming after a restart without duplicates, and moving on to a newer session in
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.support.fixtures import FIXTURES
-from tests.support.live import ROOT
-
-CLAUDE = FIXTURES / "claude_code" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
-CODEX = (
-    FIXTURES / "codex" / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+from tests.support.tail import (
+    CLAUDE,
+    CODEX,
+    PATIENCE,
+    events_of,
+    lines_of,
+    saved,
+    saved_or_none,
+    start_tail,
+    stop,
+    tail_command,
+    wait_for,
 )
-PATIENCE = 30.0
-
-
-def tail_command(server, path: Path, state: Path, *extra: str) -> tuple[list[str], dict]:
-    """`chatui-tail` as the console script runs it, with only the client package on the
-    path (its own: no Django, no chatui)."""
-    env = {
-        **os.environ,
-        "CHATUI_URL": server.url,
-        "CHATUI_TOKEN": server.token,
-        "PYTHONPATH": str(ROOT / "clients" / "python"),
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    command = [
-        sys.executable, "-m", "chatui_client.tail", str(path),
-        "--state", str(state), "--interval", "0.1", *extra,
-    ]  # fmt: skip
-    return command, env
-
-
-def start_tail(server, path: Path, state: Path, *extra: str) -> subprocess.Popen:
-    command, env = tail_command(server, path, state, *extra)
-    return subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, cwd="/")
-
-
-def stop(process: subprocess.Popen) -> str:
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=PATIENCE)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, err = process.communicate()
-    return err
-
-
-def saved(state: Path, path: Path) -> dict:
-    data = json.loads(state.read_text())
-    (entry,) = [value for key, value in data.items() if key.endswith(str(path.resolve()))]
-    return entry
-
-
-def wait_for(check, what: str):
-    deadline = time.monotonic() + PATIENCE
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"waited {PATIENCE} s for {what}")
-
-
-def events_of(server, conversation: str) -> list[dict]:
-    with server.api() as client:
-        return client.get(f"/conversations/{conversation}/events").json()["events"]
-
-
-def lines_of(path: Path) -> list[bytes]:
-    return path.read_bytes().splitlines(keepends=True)
 
 
 @pytest.mark.timeout(180)
@@ -89,7 +32,7 @@ def test_tail_streams_appended_lines_live_and_resumes_without_duplicates(chatui_
     session.write_bytes(b"".join(lines[:10]))
     tail = start_tail(chatui_server, session, state)
     try:
-        conversation = wait_for(lambda: _saved_or_none(state, session), "the first lines")[
+        conversation = wait_for(lambda: saved_or_none(state, session), "the first lines")[
             "conversation"
         ]
         first = events_of(chatui_server, conversation)
@@ -155,11 +98,11 @@ def test_tail_of_a_folder_moves_on_to_the_newer_session(chatui_server, tmp_path)
     older.write_bytes(b"".join(codex_lines[:12]))
     tail = start_tail(chatui_server, tmp_path / "sessions", state)
     try:
-        first = wait_for(lambda: _saved_or_none(state, older), "the first session")["conversation"]
+        first = wait_for(lambda: saved_or_none(state, older), "the first session")["conversation"]
         time.sleep(0.2)  # a later modification time
         newer = folder / "rollout-2025-11-17T16-00-00-b.jsonl"
         newer.write_bytes(b"".join(codex_lines[:6]))
-        second = wait_for(lambda: _saved_or_none(state, newer), "the newer session")["conversation"]
+        second = wait_for(lambda: saved_or_none(state, newer), "the newer session")["conversation"]
     finally:
         stop(tail)
     assert second != first
@@ -171,12 +114,3 @@ def test_tail_of_a_folder_moves_on_to_the_newer_session(chatui_server, tmp_path)
         for conversation in client.get("/conversations").json()["conversations"]:
             titles[conversation["id"]] = conversation["title"]
     assert titles[second].startswith("finish up the users work")
-
-
-def _saved_or_none(state: Path, path: Path) -> dict | None:
-    """The tail's saved place in `path`, once it sent some of it."""
-    try:
-        entry = saved(state, path)
-    except (ValueError, OSError):  # no state file yet, or no entry for the file
-        return None
-    return entry if entry["offset"] > 0 else None
