@@ -365,3 +365,22 @@ def test_t1_hostile_session_text_renders_inert(client, conversation, django_user
     assert "<img src=x" not in html
     assert "<svg onload" not in html
     assert "&lt;script&gt;alert(&#x27;xss-script&#x27;)&lt;/script&gt;" in html
+
+
+def test_t3_secrets_in_kept_records_are_masked_in_exports(conversation):
+    from chatui.read.exporters import export_text
+
+    secret = "sk-" + "a" * 40
+    records = [
+        {"type": "system", "uuid": "s1", "content": f"OPENAI_API_KEY={secret}"},
+        {"type": "assistant", "uuid": "s2", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": f"the key is {secret}"}]}},
+    ]  # fmt: skip
+    raw = "\n".join(json.dumps(r) for r in records).encode()
+    import_transcript(raw, "claude-code", conversation)
+    exported = export_text(conversation, "events")
+    assert secret not in exported
+    assert "aaaa" in exported  # masked as ••••, its last 4 characters kept
+    # The log itself keeps what was sent.
+    texts = [e.payload.get("text", "") for e in Event.objects.filter(conversation=conversation)]
+    assert any(secret in text for text in texts)

@@ -8,8 +8,9 @@ Each line is a record: `type` `user` / `assistant` with an Anthropic `message`, 
 structured result. Claude Code writes one content block per record, so one API message
 spans several records; each record's text and calls become their own step.
 
-- A user prompt (text, not `isMeta`, not a sidechain's) starts a run; a slash command
-  (`<command-name>/x</command-name><command-args>y</command-args>`) reads as "/x y".
+- A user prompt (text, not `isMeta` nor `isCompactSummary`, not a sidechain's) starts a
+  run; a slash command (`<command-name>/x</command-name><command-args>y</command-args>`)
+  reads as "/x y".
 - `tool_use` → the step's call and `agent.tool.started`; `tool_result` →
   `agent.tool.completed` (`is_error` → its error). By tool:
   Bash → `details` `{kind: command, exit_code}` (0 unless it failed; "Exit code N" read
@@ -88,9 +89,12 @@ class ClaudeCodeTranslator(SessionTranslator):
         if results:
             return
         text = text_of(content)
-        if record.get("isMeta") is True or parent is not None or not text.strip():
-            # Expanded slash-command prompts, a sub-agent's prompt (its call's argument
-            # already), an empty message: not the person's own words.
+        written_by_claude_code = (
+            record.get("isMeta") is True or record.get("isCompactSummary") is True
+        )
+        if written_by_claude_code or parent is not None or not text.strip():
+            # Expanded slash-command prompts, the summary a compaction writes, a sub-agent's
+            # prompt (its call's argument already), an empty message: not the person's words.
             self.keep(record, "meta" if parent is None else "sub-agent prompt")
             return
         self.start_run()

@@ -12,8 +12,9 @@ same events:
   record's first event, `<prefix>:<key>:<n>` for the next ones. Re-importing a file, or a
   tail resuming after a restart, sends ids the conversation already holds: duplicates.
 - Timestamps are the records' own; an undated record takes the time of the record before it.
-- Each user prompt starts a run (`<prefix>:<key of the prompt>`) and ends the one before;
-  the end of an imported file, or a tail moving on to the next session, ends the last.
+- Each user prompt starts a run (`<prefix>:<key of the prompt>`) and ends the one before
+  (work before any prompt gets a run named after its first record); the end of an imported
+  file, or a tail moving on to the next session, ends the last.
 - What the translator must remember between records (the open run, the pending tool calls,
   which sub-agent a sidechain record belongs to) is its `state`: a small JSON object. The
   tail keeps it between requests — the server hands it back with each answer — so the
@@ -273,6 +274,11 @@ class SessionTranslator:
     # -- events -------------------------------------------------------------
 
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:
+        if not self.run and type not in (SESSION_RECORD, "agent.status"):
+            # Work before any prompt (a file that starts mid-session): a run of its own, so
+            # that the end of the session ends it and no tool is left ticking (T2).
+            self.run = f"{self.prefix}:{self._key}"[:MAX_ID_CHARS]
+            self.emit("agent.status", status="running")
         event_id = f"{self.prefix}:{self._key}" + (f":{self._count}" if self._count else "")
         self._count += 1
         event: dict[str, Any] = {"type": type, "event_id": event_id[:MAX_ID_CHARS]}
