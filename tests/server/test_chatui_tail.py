@@ -4,6 +4,7 @@ resuming after a restart without duplicates, and moving on to a newer session in
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -114,3 +115,51 @@ def test_tail_of_a_folder_moves_on_to_the_newer_session(chatui_server, tmp_path)
         for conversation in client.get("/conversations").json()["conversations"]:
             titles[conversation["id"]] = conversation["title"]
     assert titles[second].startswith("finish up the users work")
+
+
+@pytest.mark.timeout(180)
+def test_tail_follows_a_sessions_sub_agent_files_into_the_same_conversation(
+    chatui_server, tmp_path
+):
+    """Newer Claude Code writes a sub-agent's records to `<session>/subagents/agent-<id>.jsonl`
+    (each with its `agentId`, as is the Task's result): the real session's records laid out
+    that way nest under their Task as they do in one file."""
+    main, agents = [], {"a1": [], "a2": []}
+    tasks = {"toolu_014YF9TXhDRR7BnpasNJ7gjC": "a1", "toolu_01LKfUwrsnof18CpWZQcJH44": "a2"}
+    current = None
+    for line in lines_of(CLAUDE):
+        record = json.loads(line)
+        content = (record.get("message") or {}).get("content")
+        if record.get("isSidechain"):
+            if isinstance(content, str):  # a sub-agent's first prompt: which Task it is
+                current = "a1" if "package.json" in content else "a2"
+            agents[current].append({**record, "agentId": current})
+            continue
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result" and block.get("tool_use_id") in tasks:
+                record = {**record, "agentId": tasks[block["tool_use_id"]]}
+        main.append(record)
+    session = tmp_path / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    session.write_text("".join(json.dumps(r) + "\n" for r in main))
+    folder = tmp_path / session.stem / "subagents"
+    folder.mkdir(parents=True)
+    for agent, records in agents.items():
+        (folder / f"agent-{agent}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    state = tmp_path / "state.json"
+    command, env = tail_command(chatui_server, session, state, "--once")
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=PATIENCE)
+    conversation = saved(state, session)["conversation"]
+    assert saved(state, session)["sub_offsets"] == {
+        "agent-a1.jsonl": (folder / "agent-a1.jsonl").stat().st_size,
+        "agent-a2.jsonl": (folder / "agent-a2.jsonl").stat().st_size,
+    }
+    with chatui_server.api() as client:
+        messages = client.get(f"/conversations/{conversation}").json()["messages"]
+    parents = {
+        m["metadata"]["tool_call_id"]: m["metadata"].get("parent_tool_call_id")
+        for m in messages
+        if m["role"] == "tool"
+    }
+    assert parents["toolu_019jdVD71Nj1AexezqLfBwgn"] == "toolu_01LKfUwrsnof18CpWZQcJH44"  # Bash
+    assert parents["toolu_017Uj8NydfpTP1sKZ8hxWeko"] == "toolu_014YF9TXhDRR7BnpasNJ7gjC"  # Read
+    assert parents["toolu_01LKfUwrsnof18CpWZQcJH44"] is None

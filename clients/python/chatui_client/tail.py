@@ -3,7 +3,10 @@
 
 PATH is a session file, or a folder: then its newest session (``*.jsonl`` anywhere under
 it, sub-agents' own ``agent-*.jsonl`` files aside), and the tail moves on to a newer one
-when it appears. Each session becomes one conversation, titled by its first prompt.
+when it appears. Each session becomes one conversation, titled by its first prompt. The
+files newer Claude Code versions write a session's sub-agents to
+(``<session>/subagents/agent-*.jsonl``) are followed with it, into the same conversation:
+their records nest under the Task call that ran them.
 
 The tail posts the file's complete lines as they are to ``POST …/events`` as
 ``{"dialect", "records", "state"}``; the server translates them — with the very translator
@@ -78,13 +81,16 @@ def newest_session(folder: Path) -> Path | None:
 
 @dataclass
 class Session:
-    """One file being followed: where it is in the file and in chatui."""
+    """One session being followed: where it is in its file (and in its sub-agents' files)
+    and in chatui."""
 
     path: Path
     dialect: str
     conversation: str = ""
     offset: int = 0
     state: dict[str, Any] = field(default_factory=dict)
+    #: Claude Code's sub-agent files (`<session>/subagents/agent-*.jsonl`): name -> offset.
+    sub_offsets: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,7 +98,32 @@ class Session:
             "conversation": self.conversation,
             "offset": self.offset,
             "state": self.state,
+            "sub_offsets": self.sub_offsets,
         }
+
+    def files(self) -> list[tuple[Path, int]]:
+        """The session's files and where the tail is in each: the session file first,
+        then the files Claude Code writes its sub-agents' records to, oldest first."""
+        found = [(self.path, self.offset)]
+        folder = self.path.with_suffix("") / "subagents"
+        if self.dialect == "claude-code" and folder.is_dir():
+            subs = sorted(folder.rglob("agent-*.jsonl"), key=_modified)
+            found += [(sub, self.sub_offsets.get(str(sub.relative_to(folder)), 0)) for sub in subs]
+        return found
+
+    def moved(self, path: Path, offset: int) -> None:
+        if path == self.path:
+            self.offset = offset
+        else:
+            folder = self.path.with_suffix("") / "subagents"
+            self.sub_offsets[str(path.relative_to(folder))] = offset
+
+
+def _modified(path: Path) -> tuple[float, str]:
+    try:
+        return path.stat().st_mtime, str(path)
+    except OSError:
+        return 0.0, str(path)
 
 
 class StateFile:
@@ -118,6 +149,11 @@ class StateFile:
             session.conversation = str(saved.get("conversation") or "")
             session.offset = int(saved.get("offset") or 0)
             session.state = saved.get("state") if isinstance(saved.get("state"), dict) else {}
+            subs = saved.get("sub_offsets")
+            if isinstance(subs, dict):
+                session.sub_offsets = {
+                    str(k): int(v) for k, v in subs.items() if isinstance(v, int)
+                }
         return session
 
     def save(self, session: Session) -> None:
@@ -149,23 +185,24 @@ class Tail:
         self.log(f"following {path} ({dialect}) → {self.client.web_url(session.conversation)}")
         return session
 
-    def pending_lines(self, session: Session) -> list[tuple[int, dict[str, Any] | None]]:
-        """(offset after the line, record) for each complete line after `offset`; a line
-        that is not a JSON object gives None (it is reported and passed over)."""
+    def pending_lines(self, path: Path, offset: int) -> tuple[int, list[tuple[int, Any]]]:
+        """(where reading starts, [(offset after the line, record)]) for each complete line
+        of `path` after `offset`; a line that is not a JSON object gives None (it is
+        reported and passed over). A file shorter than `offset` was replaced: read whole."""
         try:
-            size = session.path.stat().st_size
+            size = path.stat().st_size
         except OSError:
-            return []
-        if size < session.offset:  # the file was replaced: read the new one whole
-            self.log(f"{session.path} shrank; reading it from the start")
-            session.offset = 0
-        if size == session.offset:
-            return []
-        with session.path.open("rb") as handle:
-            handle.seek(session.offset)
-            data = handle.read(min(size - session.offset, 64 * 1024 * 1024))
+            return offset, []
+        if size < offset:
+            self.log(f"{path} shrank; reading it from the start")
+            offset = 0
+        if size == offset:
+            return offset, []
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read(min(size - offset, 64 * 1024 * 1024))
         lines = []
-        position = session.offset
+        position = offset
         for raw in data.split(b"\n")[:-1]:  # the last piece has no newline yet: not complete
             position += len(raw) + 1
             if not raw.strip():
@@ -175,20 +212,31 @@ class Tail:
             except (ValueError, RecursionError):
                 record = None
             lines.append((position, record if isinstance(record, dict) else None))
-        return lines
+        return offset, lines
 
     def send(self, session: Session, *, end: bool = False) -> int:
-        """Post what the file holds past the saved offset; the number of records sent."""
+        """Post what the session's files hold past their saved offsets (the session file
+        first, then its sub-agents'); the number of records sent. `end`: then end it."""
         sent = 0
-        lines = self.pending_lines(session)
-        while lines or end:
+        for path, offset in session.files():
+            sent += self._send_file(session, path, offset)
+        if end:
+            answer = self._post(session, [], True)
+            if answer is not None:
+                session.state = answer.get("state") or {}
+                self.states.save(session)
+        return sent
+
+    def _send_file(self, session: Session, path: Path, offset: int) -> int:
+        sent = 0
+        offset, lines = self.pending_lines(path, offset)
+        while lines:
             batch: list[dict[str, Any]] = []
             size = 0
-            offset = session.offset
             while lines and len(batch) < MAX_RECORDS:
                 position, record = lines[0]
                 if record is None:
-                    self.log(f"{session.path}: a line before byte {position} is not a JSON object")
+                    self.log(f"{path}: a line before byte {position} is not a JSON object")
                 else:
                     encoded = len(json.dumps(record))
                     if batch and size + encoded > MAX_BATCH_BYTES:
@@ -197,18 +245,16 @@ class Tail:
                     size += encoded
                 offset = position
                 lines.pop(0)
-            final = end and not lines
-            if batch or final:
-                answer = self._post(session, batch, final)
+            if batch:
+                answer = self._post(session, batch, False)
                 if answer is None:
                     batch = []  # refused: passed over, reported
                 else:
                     session.state = answer.get("state") or {}
-            session.offset = offset
+            # Saved only once the server stored the batch: a crash re-sends it (duplicates).
+            session.moved(path, offset)
             self.states.save(session)
             sent += len(batch)
-            if final:
-                break
         return sent
 
     def _post(
