@@ -52,9 +52,20 @@ from .sessions import (
 
 DIALECT = "codex"
 SHELL_TOOLS = frozenset(
-    {"shell", "exec_command", "local_shell", "container.exec", "shell_command", "unified_exec"}
+    {
+        "shell",
+        "exec_command",
+        "local_shell",
+        "local_shell_call",
+        "container.exec",
+        "shell_command",
+        "unified_exec",
+    }
 )
 PATCH_TOOLS = frozenset({"apply_patch"})
+#: Unanswered patches kept in the translator's state for their outputs' diffs, and their size.
+MAX_PATCHES_KEPT = 8
+MAX_PATCH_CHARS = 200_000
 PLAN_TOOLS = frozenset({"update_plan"})
 #: event_msg types that repeat a response_item: not logged twice.
 COPIES = frozenset(
@@ -155,8 +166,12 @@ class CodexTranslator(SessionTranslator):
             fields["args_summary"] = _plan_line(args) or fields.get("args_summary")
         self.call(call_id, name, **fields)
         if patch is not None:
-            # Remembered with the call (in the state): its output shows the diff.
-            self.calls[call_id] = name + "\x1f" + cut(patch, 50_000)
+            # Remembered with the call (in the state): its output shows the diff. Only the
+            # newest few unanswered patches, so the state the tail sends back stays small.
+            self.calls[call_id] = name + "\x1f" + cut(patch, MAX_PATCH_CHARS)
+            waiting = [key for key, value in self.calls.items() if "\x1f" in value]
+            for stale in waiting[:-MAX_PATCHES_KEPT]:
+                self.calls[stale] = self.calls[stale].partition("\x1f")[0]
 
     def _output(self, record: dict[str, Any], payload: dict[str, Any]) -> None:
         call_id = payload.get("call_id")
