@@ -384,3 +384,27 @@ def test_t3_secrets_in_kept_records_are_masked_in_exports(conversation):
     # The log itself keeps what was sent.
     texts = [e.payload.get("text", "") for e in Event.objects.filter(conversation=conversation)]
     assert any(secret in text for text in texts)
+
+
+def test_the_translators_state_stays_small_with_many_unanswered_patches():
+    """The state goes back and forth with every request of a tail: unanswered patches
+    (a session cut off mid-edit, over and over) do not pile up in it."""
+    from chatui.ingest.dialects.codex import MAX_PATCHES_KEPT, CodexTranslator
+
+    translator = CodexTranslator()
+    patch = "*** Begin Patch\n*** Add File: big.txt\n" + "+x\n" * 50_000 + "*** End Patch\n"
+    for n in range(40):
+        translator.translate(
+            {"type": "response_item", "payload": {
+                "type": "custom_tool_call", "name": "apply_patch", "call_id": f"p{n}",
+                "input": patch}}
+        )  # fmt: skip
+    state = translator.dump_state()
+    assert sum("\x1f" in value for value in state["calls"].values()) == MAX_PATCHES_KEPT
+    assert len(json.dumps(state)) < 2_000_000
+    # The newest keeps its patch: its output still shows the diff.
+    (done,) = CodexTranslator(state).translate(
+        {"type": "response_item", "payload": {
+            "type": "custom_tool_call_output", "call_id": "p39", "output": "Done!"}}
+    )  # fmt: skip
+    assert done["details"]["kind"] == "diff"
