@@ -24,6 +24,8 @@ IMPORT_FORMAT_LABELS = {
     "agentspine": "AgentSpine events (JSONL)",
     "chatui": "chatui events (JSONL, as exported)",
     "legacy": "Legacy text with <tool> blocks",
+    "claude-code": "Claude Code session (JSONL)",
+    "codex": "OpenAI Codex session (JSONL)",
 }
 
 

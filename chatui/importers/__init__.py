@@ -24,6 +24,12 @@ same one live ingest uses where the format also arrives live, as AgentSpine's do
                 (dialects/chatui_events.py)
 - `legacy`      legacy text with `<tool>`/`<validation>` blocks and Markdown pairs [003]
                 (dialects/legacy.py)
+- `claude-code` a Claude Code session file (dialects/claude_code.py)
+- `codex`       an OpenAI Codex session file (dialects/codex.py)
+
+The two session formats are the exception to what follows: their ids, runs and times come
+from the records themselves, as `chatui-tail` posts them live (dialects/sessions.py), so a
+file imported after (or before) it was followed adds nothing twice.
 
 Imports are deterministic (ids and timestamps derive from the file: dialects/files.py),
 so importing a file twice into one conversation is all duplicates. Every
@@ -44,6 +50,8 @@ from chatui.ingest.dialects import (
     agentspine,
     anthropic_messages,
     chatui_events,
+    claude_code,
+    codex,
     legacy,
     openai_chat,
 )
@@ -67,6 +75,8 @@ PARSERS: dict[str, Callable[[bytes], Draft]] = {
     "agentspine": agentspine.parse,
     "chatui": chatui_events.parse,
     "legacy": legacy.parse,
+    "claude-code": claude_code.parse,
+    "codex": codex.parse,
 }
 IMPORT_FORMATS = tuple(PARSERS)
 _ID_CHUNK = 500

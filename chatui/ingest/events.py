@@ -27,6 +27,7 @@ from chatui.ingest.dialects.agentspine import (
     with_agentspine_extras,
 )
 from chatui.ingest.dialects.otlp import OTEL_SCHEMAS
+from chatui.ingest.dialects.sessions import SESSION_SCHEMAS
 
 from .values import (
     MAX_ID_CHARS,
@@ -151,14 +152,15 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "error_message": (string, False),
     },
 }
-# AgentSpine's logged types are validated like native ones (dialects.agentspine).
+# AgentSpine's logged types are validated like native ones (dialects.agentspine), and so
+# is the record the session dialects keep (dialects.sessions, docs/events.md#sessions).
 SCHEMAS.update(AGENTSPINE_SCHEMAS)
 # docs/events.md#otlp: spans and log records, logged as received, read by the projector.
 SCHEMAS.update(OTEL_SCHEMAS)
+SCHEMAS.update(SESSION_SCHEMAS)
 
-EVENT_TYPES = tuple(
-    name for name in SCHEMAS if name not in AGENTSPINE_SCHEMAS and name not in OTEL_SCHEMAS
-)
+_LOGGED_ONLY = {*AGENTSPINE_SCHEMAS, *OTEL_SCHEMAS, *SESSION_SCHEMAS}
+EVENT_TYPES = tuple(name for name in SCHEMAS if name not in _LOGGED_ONLY)
 
 
 @dataclass(frozen=True)

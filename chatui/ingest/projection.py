@@ -949,6 +949,10 @@ class Projector(OtelHandlers):
             self.conversation.title = _title_from(content)
             self.changes.conversation_changed = True
 
+    def _on_session_record(self, event: Event, payload: dict[str, Any]) -> None:
+        """docs/events.md#sessions: a session file's record the page does not show, kept
+        in the log only (a model's reasoning among them, until reasoning blocks exist)."""
+
     # -- runs ---------------------------------------------------------------
 
     def _track_run(self, event: Event) -> None:

@@ -73,9 +73,12 @@ RESOURCE_ATTRIBUTES = {"service.name": "chatui"}
 
 
 #: T3: the fields of a logged event that carry tool text (args, results, errors,
-#: details, progress), in chatui's vocabulary and AgentSpine's extras.
+#: details, progress), in chatui's vocabulary and AgentSpine's extras, and the record and
+#: reasoning a session file's `session.record` keeps (docs/events.md#sessions).
 TOOL_TEXT_FIELDS = frozenset(
     {
+        "record",
+        "text",
         "args",
         "args_summary",
         "result",

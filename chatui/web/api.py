@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from chatui.ingest import approvals
 from chatui.ingest import conversations as services
 from chatui.ingest.service import ingest, refuse_before_the_body
+from chatui.ingest.session_records import ingest_records, is_session_body
 from chatui.ingest.values import (
     MAX_SEQ,
     MAX_TITLE_CHARS,
@@ -217,6 +218,8 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
         except EventError:
             refuse_before_the_body(conversation, check_writer=request.user)
             raise
+        if is_session_body(body):  # docs/events.md#sessions: raw records, translated here
+            return JsonAnswer(ingest_records(conversation, body, check_writer=request.user))
         result = ingest(conversation, body, from_runtime=True, check_writer=request.user)
         return JsonAnswer(result.as_dict())
     after = parse_seq(request.GET.get("after", "0"))

@@ -718,6 +718,30 @@ def test_import_upload_creates_a_conversation_with_the_expected_messages(super_c
     assert "data-tool-batch" in page
 
 
+@pytest.mark.parametrize(
+    ("path", "fmt"),
+    [
+        ("claude_code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", "claude-code"),
+        ("codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl", "codex"),
+    ],
+)
+def test_import_upload_takes_a_coding_agents_session(super_client, user, path, fmt):
+    """docs/events.md#sessions: the admin's upload takes Claude Code and Codex session files."""
+    form = super_client.get("/admin/chatui/conversation/import/").content.decode()
+    assert f'value="{fmt}"' in form
+    raw = (FIXTURES / path).read_bytes()
+    response = super_client.post(
+        "/admin/chatui/conversation/import/",
+        {"file": SimpleUploadedFile("session.jsonl", raw), "format": fmt, "owner": user.pk},
+    )
+    assert response.status_code == 302
+    conversation = Conversation.objects.get(owner=user)
+    assert conversation.status == "completed"
+    assert Message.objects.filter(conversation=conversation, role="tool").count() > 20
+    page = super_client.get(response["Location"]).content.decode()
+    assert "data-tool-batch" in page
+
+
 def test_import_upload_shows_a_bad_file_as_a_form_error_and_creates_nothing(super_client, user):
     count = Conversation.objects.count()
     response = super_client.post(

@@ -421,7 +421,103 @@ class Shapes:
                 {**common, "message": text, "error_message": text},
             ),
         )
+        claude_block = st.one_of(
+            objects({"type": st.just("text"), "text": text}, {}),
+            objects(
+                {
+                    "type": st.just("tool_use"),
+                    "id": ids,
+                    "name": st.sampled_from(
+                        ["Bash", "Edit", "MultiEdit", "Write", "Read", "TodoWrite", "Task"]
+                    )
+                    | names,
+                    "input": json_objects,
+                },
+                {},
+            ),
+            objects(
+                {"type": st.just("tool_result"), "tool_use_id": ids},
+                {
+                    "content": text | st.lists(objects({"type": st.just("text")}, {"text": text})),
+                    "is_error": st.booleans(),
+                },
+            ),
+            objects(
+                {"type": st.sampled_from(["thinking", "redacted_thinking"])}, {"thinking": text}
+            ),
+        )
+        claude_record = objects(
+            {
+                "type": st.sampled_from(["user", "assistant", "summary", "system", "mystery"]),
+                "uuid": ids,
+            },
+            {
+                "parentUuid": ids,
+                "isSidechain": st.booleans(),
+                "isMeta": st.booleans(),
+                "agentId": ids,
+                "timestamp": times,
+                "message": objects(
+                    {"role": st.sampled_from(["user", "assistant"])},
+                    {"content": text | st.lists(claude_block, max_size=3)},
+                ),
+                "toolUseResult": json_values
+                | objects(
+                    {},
+                    {
+                        "stdout": text,
+                        "stderr": text,
+                        "filePath": text,
+                        "structuredPatch": json_values,
+                        "file": json_objects,
+                        "oldString": text,
+                        "newString": text,
+                        "newTodos": json_values,
+                        "agentId": ids,
+                        "totalDurationMs": numbers,
+                    },
+                ),
+            },
+        )
+        codex_payload = objects(
+            {
+                "type": st.sampled_from(
+                    ["message", "reasoning", "function_call", "function_call_output",
+                     "custom_tool_call", "custom_tool_call_output", "user_message",
+                     "task_complete", "token_count", "mystery"]
+                )
+            },
+            {
+                "role": st.sampled_from(["user", "assistant"]),
+                "content": text
+                | st.lists(
+                    objects(
+                        {"type": st.sampled_from(["input_text", "output_text"])}, {"text": text}
+                    ),
+                    max_size=2,
+                ),
+                "name": st.sampled_from(["shell", "exec_command", "apply_patch", "update_plan"])
+                | names,
+                "arguments": arguments,
+                "input": text
+                | st.just("*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"),
+                "call_id": ids,
+                "output": text | json_objects.map(to_json),
+                "summary": json_values,
+            },
+        )  # fmt: skip
+        codex_record = objects(
+            {
+                "type": st.sampled_from(
+                    ["session_meta", "response_item", "event_msg", "turn_context"]
+                ),
+                "payload": codex_payload,
+            },
+            {"timestamp": times},
+        )
         self.files = {
+            "claude-code": self.jsonl(claude_record),
+            "codex": self.jsonl(codex_record),
             "openai": self.document(openai_message),
             "anthropic": self.document(anthropic_message),
             "legacy": self.document(legacy_message) | legacy_text,

@@ -38,8 +38,12 @@ SAMPLES = {
     "agentspine": "../agentspine/as1_builtin_tools.jsonl",
     "chatui": "chatui.jsonl",
     "legacy": "legacy.json",
+    # Real session files (their sources: tests/fixtures/claude_code/ and codex/ README).
+    "claude-code": "../claude_code/sidechain_integrated.jsonl",
+    "codex": "../codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
 }
-ONE_RUN_FORMATS = [fmt for fmt in SAMPLES if fmt != "chatui"]
+#: The session formats take their runs and ids from the records (test_session_imports.py).
+ONE_RUN_FORMATS = [fmt for fmt in SAMPLES if fmt not in ("chatui", "claude-code", "codex")]
 
 
 def messages(conversation) -> list[dict]:
@@ -180,6 +184,9 @@ HOSTILE = {
     "agentspine": "line 3: contact @alice:example.org",
     "chatui": "Retry the ticket with my token: @alice <img src=x onerror=alert(1)>",
     "legacy": "What did you run last week? <script>alert('user')</script>",
+    # Real sessions: markup-like text as the agent saw it, stored as it came.
+    "claude-code": '# Simplified: no "Tool Re...',
+    "codex": 'useState<Tables<"profiles"> | null>(null)',
 }
 
 
@@ -911,7 +918,8 @@ def test_import_unknown_format_lists_the_formats(conversation):
     with pytest.raises(TranscriptError) as caught:
         import_transcript("[]", "markdown", conversation)
     assert str(caught.value) == (
-        "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, legacy"
+        "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, "
+        "legacy, claude-code, codex"
     )
 
 

@@ -633,6 +633,27 @@ class ChatuiClient(_BaseClient):
         for every event with a seq greater than ``after`` (all pages)."""
         return self._run(self._all_events(conversation_id, after))
 
+    def post_records(
+        self,
+        conversation_id: str,
+        dialect: str,
+        records: list[Mapping[str, Any]],
+        *,
+        state: Mapping[str, Any] | None = None,
+        end: bool = False,
+    ) -> dict[str, Any]:
+        """Post a coding agent's session records (``dialect`` ``claude-code`` or ``codex``)
+        as they are; the server translates them (docs/events.md#sessions). Answers
+        ``{accepted, duplicates, last_seq, records, state}``: pass ``state`` back with the
+        next records. Event ids derive from the records, so a retry or a re-send is a
+        duplicate, never a second copy."""
+        body: dict[str, Any] = {"dialect": dialect, "records": list(records)}
+        if state is not None:
+            body["state"] = dict(state)
+        if end:
+            body["end"] = True
+        return self._send(self._call("POST", f"/conversations/{conversation_id}/events", body=body))
+
     def stream(
         self, conversation_id: str, *, channel: bool = False, flush_after: float = 0.025
     ) -> EventStream:
