@@ -75,7 +75,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -84,17 +84,28 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.signals import post_delete
 
+from chatui.db.lru import BoundedLRU
 from chatui.ingest.projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 from chatui.models import Conversation, ConversationStatus, Event, Message
 
 from . import presenters, selectors
 
-#: Checkpoints: every this many events along the whole prefix...
+#: Checkpoints: every this many events along the whole prefix.
 CHECKPOINT_EVERY = 1000
-#: ...and, going back, the last multiple of this before the seq asked.
-CHECKPOINT_NEAR = 100
+#: A held database's trail (`Held.trail`): a savepoint every TRAIL_STEP events over the
+#: last TRAIL_SPAN events before the seq asked, and at every seq asked since...
+TRAIL_STEP = 10
+TRAIL_SPAN = 100
+#: ...over at most this many events (then it starts again where the database stands).
+TRAIL_MAX = 500
+#: What a trail costs in memory, an estimate per event it spans (SQLite's journal of
+#: the pages changed since each savepoint, which it does not report: measured 15 KB
+#: an event with a savepoint every 10 events, at 40,000 events of bench/p_time_travel.py).
+TRAIL_BYTES_PER_EVENT = 16 * 1024
 #: Databases held per conversation (the latest moments asked: two people at two places).
 HELD_PER_CONVERSATION = 2
+#: Conversations whose messages' live ids are kept (`Kept.real_ids`; ~100 bytes a message).
+REAL_IDS_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -221,20 +232,68 @@ Key = tuple[str, Any, int]  # (real database, conversation pk, its rebuilds)
 
 @dataclass
 class Held:
-    """A scratch database holding one conversation's projection after event `seq`."""
+    """A scratch database holding one conversation's projection after event `seq`, and
+    its trail: while it is open, the database is in a transaction with a savepoint at
+    each seq of `trail` (the first is where the trail began), so going back to any of
+    them is a `ROLLBACK TO` (`rewind`): no image restored, nothing projected."""
 
     database: BaseDatabaseWrapper
     scratch: Conversation
     seq: int
+    trail: list[tuple[int, str]] = field(default_factory=list)  # (seq, savepoint id)
+    _block: Any = None  # the transaction the trail lives in (an open `atomic`)
 
     @property
     def size(self) -> int:
-        """Bytes of its pages (what it holds in memory)."""
+        """Bytes of its pages (what it holds in memory), and an estimate of its trail's."""
         with self.database.cursor() as cursor:
             cursor.execute("PRAGMA page_count")
             pages = cursor.fetchone()[0]
             cursor.execute("PRAGMA page_size")
-            return pages * cursor.fetchone()[0]
+            size = pages * cursor.fetchone()[0]
+        return size + self.trail_events * TRAIL_BYTES_PER_EVENT
+
+    @property
+    def trail_events(self) -> int:
+        return self.seq - self.trail[0][0] if self.trail else 0
+
+    def reach(self, seq: int) -> int | None:
+        """The latest state at or before `seq` this database can be at without
+        projecting: where it stands, or a seq of its trail (None: neither)."""
+        if self.seq <= seq:
+            return self.seq
+        return max((at for at, _sid in self.trail if at <= seq), default=None)
+
+    # Below: with this database as the default connection (`_scratch_database`).
+
+    def mark(self) -> None:
+        """A savepoint where the database stands, opening the trail if need be (and
+        opening it again here when it spans TRAIL_MAX events already)."""
+        if self.trail and self.trail_events > TRAIL_MAX:
+            self.end_trail()
+        if not self.trail:
+            self._block = transaction.atomic()
+            self._block.__enter__()
+        elif self.trail[-1][0] == self.seq:
+            return
+        self.trail.append((self.seq, self.database.savepoint()))
+
+    def rewind(self, seq: int) -> None:
+        """Back to the trail's latest state at or before `seq` (`reach`)."""
+        at, sid = max((entry for entry in self.trail if entry[0] <= seq), key=lambda e: e[0])
+        self.database.savepoint_rollback(sid)
+        del self.trail[self.trail.index((at, sid)) + 1 :]
+        self.seq = at
+        # The row as the database has it again (the projection changed the instance).
+        self.scratch = Conversation.objects.get(pk=self.scratch.pk)
+
+    def end_trail(self) -> None:
+        """Commit: the database keeps where it stands and forgets the trail (an image
+        can be taken only then: `serialize()` reads committed pages)."""
+        if self._block is not None:
+            self.trail.clear()
+            block, self._block = self._block, None
+            block.__exit__(None, None, None)
 
     def close(self) -> None:
         _close_database(self.database)
@@ -253,6 +312,8 @@ class Kept:
         self.size = 0
         # Per real database: the empty schema's image (the state before event 1).
         self._empty: dict[str, bytes] = {}
+        # Per conversation (and rebuild): message id -> its live row's pk (`_use_real_ids`).
+        self._real_ids: BoundedLRU[Key, dict[str, int]] = BoundedLRU(REAL_IDS_KEPT)
 
     @property
     def budget(self) -> int:
@@ -263,33 +324,40 @@ class Kept:
         with self._lock:
             return sorted((k[2], s, h) for k, s, h in self._entries if k[1] == conversation_pk)
 
-    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None, bool]:
+    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None]:
         """The nearest state at or before `seq`: a checkpoint's image (kept), or a held
-        database (taken out: give it back with `hold`), or (0, None) if none; and whether
-        a database is held beyond `seq` (someone is stepping back)."""
+        database that stands there or has it on its trail (taken out: give it back
+        with `hold`; `Held.rewind` to go back), or (0, None) if none. At equal
+        distance a held database wins (nothing to restore)."""
         with self._lock:
-            going_back = any(
-                entry_key == key and held and entry_seq > seq
-                for entry_key, entry_seq, held in self._entries
-            )
-            best = max(
-                (
-                    (entry_seq, held)
-                    for entry_key, entry_seq, held in self._entries
-                    if entry_key == key and entry_seq <= seq
-                ),
-                default=None,
-            )
+            best: tuple[int, bool, tuple[Key, int, bool]] | None = None
+            for entry, (value, _size) in self._entries.items():
+                if entry[0] != key:
+                    continue
+                reach = value.reach(seq) if isinstance(value, Held) else entry[1]
+                if reach is None or reach > seq:
+                    continue
+                if best is None or (reach, entry[2]) > best[:2]:
+                    best = (reach, entry[2], entry)
             if best is None:
-                return 0, None, going_back
-            entry = (key, *best)
-            if best[1]:
+                return 0, None
+            reach, is_held, entry = best
+            if is_held:
                 value, size = self._entries.pop(entry)
                 self.size -= size
             else:
                 value = self._entries[entry][0]
                 self._entries.move_to_end(entry)
-            return best[0], value, going_back
+            return reach, value
+
+    def real_ids(self, key: Key) -> dict[str, int]:
+        """The live pks of a conversation's messages found so far (filled by the caller;
+        a re-projection makes new rows, under a new key)."""
+        found = self._real_ids.get(key)
+        if found is None:
+            found = {}
+            self._real_ids.put(key, found)
+        return found
 
     def has_checkpoint(self, key: Key, seq: int) -> bool:
         with self._lock:
@@ -315,6 +383,7 @@ class Kept:
     def clear(self) -> None:
         with self._lock:
             dropped = [self._drop(entry) for entry in list(self._entries)]
+        self._real_ids.clear()
         _close(dropped)
 
     def empty_image(self, real: BaseDatabaseWrapper) -> bytes:
@@ -385,13 +454,19 @@ def _forget_deleted(sender: type[Conversation], instance: Conversation, **kwargs
 post_delete.connect(_forget_deleted, sender=Conversation, dispatch_uid="chatui.replay.forget")
 
 
+def _key(conversation: Conversation) -> Key:
+    real = connections[DEFAULT_DB_ALIAS]
+    return (real.settings_dict["NAME"], conversation.pk, conversation.rebuilds)
+
+
 def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message], bool, str, int]:
     """The window after event `seq`, projected forward from the nearest kept state; the
-    state reached is held for the next step, checkpoints are kept on the way."""
+    state reached is held for the next step (with its trail), checkpoints are kept on
+    the way."""
     real = connections[DEFAULT_DB_ALIAS]
-    key = (real.settings_dict["NAME"], conversation.pk, conversation.rebuilds)
+    key = _key(conversation)
     kept.forget(conversation.pk, except_rebuilds=conversation.rebuilds)
-    start, found, going_back = kept.take(key, seq)
+    start, found = kept.take(key, seq)
     if isinstance(found, Held):
         held = found
     else:
@@ -400,17 +475,24 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
             with _scratch_database(held.database):
                 held.scratch = _new_scratch(conversation)
     try:
-        for segment_end, compress in _segments(key, start, seq, going_back):
+        if held.seq > seq:
+            with _scratch_database(held.database):
+                held.rewind(seq)
+        for segment_end, stop in _segments(key, held.seq, seq):
             events = list(
                 Event.objects.filter(
                     conversation=conversation, seq__gt=held.seq, seq__lte=segment_end
                 ).order_by("seq")
             )
             with _scratch_database(held.database):
+                if stop is CHECKPOINT:
+                    held.end_trail()
                 _project_kept(held, events)
-            held.seq = segment_end
-            if segment_end != seq:
-                kept.keep_checkpoint(key, segment_end, _image(held.database, compress))
+                held.seq = segment_end
+                if stop is CHECKPOINT:
+                    kept.keep_checkpoint(key, segment_end, _image(held.database))
+                elif stop is SAVEPOINT:
+                    held.mark()
         with _scratch_database(held.database):
             window = _window(held.scratch)
     except BaseException:
@@ -420,22 +502,31 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
     return (*window, start)
 
 
-def _segments(key: Key, start: int, seq: int, going_back: bool) -> list[tuple[int, bool]]:
-    """Where to stop on the way from `start` to `seq` to keep a checkpoint, and whether
-    to compress it: each multiple of CHECKPOINT_EVERY not kept yet (compressed: they
-    stay); going back, the last multiple of CHECKPOINT_NEAR before `seq` (as it is: the
-    next steps back restore it at once, and it goes first when memory is short). Then
-    `seq` itself; straight there when nothing may be kept."""
+#: What `_segments` stops for on the way: a checkpoint kept (compressed), a savepoint on
+#: the held database's trail, or nothing (the seq asked, with nothing kept).
+CHECKPOINT, SAVEPOINT = "checkpoint", "savepoint"
+
+
+def _segments(key: Key, start: int, seq: int) -> list[tuple[int, str | None]]:
+    """Where to stop on the way from `start` to `seq`, and what for: each multiple of
+    CHECKPOINT_EVERY not kept yet, to keep a checkpoint there (compressed: they stay);
+    then, over the last TRAIL_SPAN events, every TRAIL_STEP events counted back from
+    `seq` and `seq` itself, for the trail (a step back of the player, or of the
+    previous-event button, is then a rollback). Straight to `seq` when nothing may
+    be kept. A stop is a batch of its own: few of them (a batch costs ~3 ms besides
+    its events), and none far from `seq`."""
     if kept.budget <= 0:
-        return [(seq, False)]
-    stops = dict.fromkeys(
-        range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY), True
-    )
-    near = (seq - 1) // CHECKPOINT_NEAR * CHECKPOINT_NEAR
-    if going_back and near > start and near not in stops:
-        stops[near] = False
-    wanted = [(n, compress) for n, compress in sorted(stops.items())]
-    return [(n, c) for n, c in wanted if not kept.has_checkpoint(key, n)] + [(seq, False)]
+        return [(seq, None)]
+    stops: list[tuple[int, str | None]] = [
+        (n, CHECKPOINT)
+        for n in range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY)
+        if not kept.has_checkpoint(key, n)
+    ]
+    # From TRAIL_SPAN events back, and past the last checkpoint kept on the way.
+    lowest = max(start + 1, stops[-1][0] + 1 if stops else 0, seq - TRAIL_SPAN)
+    trail = range(seq - TRAIL_STEP, lowest - 1, -TRAIL_STEP)
+    stops += [(n, SAVEPOINT) for n in reversed(trail)]
+    return [*stops, (seq, SAVEPOINT)]
 
 
 def _next_multiple(after: int, step: int) -> int:
@@ -563,15 +654,19 @@ def _use_real_ids(conversation: Conversation, messages: list[Message]) -> None:
     """DOM ids are built from primary keys: give each message the id its live row has,
     so a moment's DOM is the one the live page showed (and replay frames keep a
     reader's open batches). A message the log later removed (S3's ephemeral statuses)
-    is numbered after the newest real message, so ids never clash."""
-    real = dict(
-        Message.objects.filter(
-            conversation=conversation, message_id__in=[m.message_id for m in messages]
-        ).values_list("message_id", "pk")
-    )
+    is numbered after the newest real message, so ids never clash. The ids found are
+    kept (`Kept.real_ids`): a step of the player asks for the same ~200 again."""
+    known = kept.real_ids(_key(conversation))
+    missing = [m.message_id for m in messages if m.message_id not in known]
+    if missing:
+        known.update(
+            Message.objects.filter(conversation=conversation, message_id__in=missing).values_list(
+                "message_id", "pk"
+            )
+        )
     newest = Message.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     for message in messages:
-        message.pk = real.get(message.message_id, newest + message.pk)
+        message.pk = known.get(message.message_id, newest + message.pk)
         message.conversation = conversation
 
 

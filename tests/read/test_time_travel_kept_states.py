@@ -159,10 +159,13 @@ def fresh_kept():
 
 @pytest.fixture
 def small_grid(monkeypatch):
-    """Checkpoints every 16 events, and every 4 going back: a conversation of a few
-    hundred events crosses many of them."""
+    """Checkpoints every 16 events, a trail of a savepoint every 2 events over the last
+    6 before the seq asked, 12 at most: a conversation of a few hundred events crosses
+    many of them."""
     monkeypatch.setattr(replay, "CHECKPOINT_EVERY", 16)
-    monkeypatch.setattr(replay, "CHECKPOINT_NEAR", 4)
+    monkeypatch.setattr(replay, "TRAIL_STEP", 2)
+    monkeypatch.setattr(replay, "TRAIL_SPAN", 6)
+    monkeypatch.setattr(replay, "TRAIL_MAX", 12)
 
 
 def afresh(client: Client, conversation: Conversation, seq: int, settings) -> str:
@@ -225,7 +228,7 @@ def test_issue28_the_kept_states_hold_the_log_the_projector_reads_back(user, fre
     replay.moment(conversation, conversation.last_seq)
     [(_rebuilds, _seq, is_held)] = replay.kept.seqs(conversation.pk)
     assert is_held
-    _start, held, _back = replay.kept.take(
+    _start, held = replay.kept.take(
         (connections["default"].settings_dict["NAME"], conversation.pk, 0), conversation.last_seq
     )
     with replay._scratch_database(held.database):
@@ -289,18 +292,59 @@ def test_issue28_a_step_on_another_thread_applies_only_the_events_since(
     assert applied == list(range(seq + 1, seq + 21))
 
 
-def test_issue28_a_step_back_starts_from_a_checkpoint_near_it(
+def test_issue28_a_step_back_on_the_trail_projects_nothing(
     user, monkeypatch, fresh_kept, small_grid
 ):
+    """A moment leaves a savepoint every TRAIL_STEP events over the TRAIL_SPAN before it:
+    the steps back that land there are rollbacks (no event projected, no image
+    restored), a step between two of them projects only the events past the one below."""
     conversation = Conversation.objects.create(owner=user, title="T")
     ingest(conversation, generated_log(random.Random(6)))
     seq = conversation.last_seq - 3
     replay.moment(conversation, seq)
-    replay.moment(conversation, seq - 10)  # from a checkpoint up to CHECKPOINT_EVERY back
     applied = applied_events(monkeypatch)
-    back = replay.moment(conversation, seq - 11)  # the next step back
-    assert seq - 11 - back.projected_from < replay.CHECKPOINT_NEAR
-    assert applied == list(range(back.projected_from + 1, seq - 10))
+    for back in range(seq - replay.TRAIL_STEP, seq - replay.TRAIL_SPAN - 1, -replay.TRAIL_STEP):
+        assert replay.moment(conversation, back).projected_from == back
+    assert applied == []
+    between = seq - replay.TRAIL_SPAN + 1
+    assert replay.moment(conversation, between).projected_from == between - 1
+    assert applied == [between]
+
+
+def test_issue28_the_players_steps_back_retrace_its_steps_forward(
+    user, monkeypatch, fresh_kept, small_grid
+):
+    """Each step forward applies the events since the last and leaves a savepoint: going
+    back over them projects nothing."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(conversation, generated_log(random.Random(12)))
+    seq = conversation.last_seq // 2
+    replay.moment(conversation, seq)
+    applied = applied_events(monkeypatch)
+    forward = [seq + 3 * n for n in range(1, 4)]
+    for step in forward:
+        replay.moment(conversation, step)
+    assert applied == list(range(seq + 1, forward[-1] + 1))
+    applied.clear()
+    for step in [*reversed(forward[:-1]), seq]:
+        assert replay.moment(conversation, step).projected_from == step
+    assert applied == []
+
+
+def test_issue28_a_step_back_past_the_trail_starts_from_a_checkpoint(
+    user, monkeypatch, fresh_kept, small_grid
+):
+    """Below its trail, a moment starts from the checkpoint at or before it (at most
+    CHECKPOINT_EVERY events back), not from the first event."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(conversation, generated_log(random.Random(6)))
+    seq = conversation.last_seq - 3
+    replay.moment(conversation, seq)
+    applied = applied_events(monkeypatch)
+    target = seq - replay.TRAIL_SPAN - 1
+    back = replay.moment(conversation, target)
+    assert 0 < target - back.projected_from <= replay.CHECKPOINT_EVERY
+    assert applied == list(range(back.projected_from + 1, target + 1))
 
 
 def test_issue28_a_reprojected_conversation_is_never_served_its_old_states(user, fresh_kept):
@@ -371,7 +415,7 @@ def test_issue28_a_dropped_scratch_database_is_freed_at_once(user, fresh_kept):
     ingest(conversation, generated_log(random.Random(11), runs=2))
     replay.moment(conversation, conversation.last_seq)
     key = (connections["default"].settings_dict["NAME"], conversation.pk, 0)
-    _start, held, _back = replay.kept.take(key, conversation.last_seq)
+    _start, held = replay.kept.take(key, conversation.last_seq)
     replay.kept.hold(key, held)
     assert held.database.connection is not None
     conversation.delete()
