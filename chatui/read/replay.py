@@ -82,9 +82,11 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.migrations.executor import MigrationExecutor
 from django.db.models.signals import post_delete
 
 from chatui.db.lru import BoundedLRU
+from chatui.db.sqlite.base import DatabaseWrapper as ScratchWrapper
 from chatui.ingest.projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 from chatui.models import Conversation, ConversationStatus, Event, Message
 
@@ -139,9 +141,9 @@ def moment(conversation: Conversation, seq: int) -> Moment:
     has_earlier, status, start = False, ConversationStatus.IDLE, 0
     if seq:
         with moment_slot():
-            if connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
+            if connections[DEFAULT_DB_ALIAS].vendor == "sqlite" or kept.budget > 0:
                 messages, has_earlier, status, start = _kept_projection(conversation, seq)
-            else:
+            else:  # PostgreSQL with nothing to be kept: in its own rows, rolled back
                 messages, has_earlier, status = _rolled_back_projection(conversation, seq)
     _use_real_ids(conversation, messages)
     return Moment(
@@ -556,23 +558,46 @@ def _image(database: BaseDatabaseWrapper, compress: bool = True) -> bytes:
 def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
     """A new private in-memory database holding `image`."""
     _map_big_blocks()
-    options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
-    database = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
+    database = _in_memory(real)
     # Held between requests, which daphne serves on threads of their own.
     database.inc_thread_sharing()
-    database.ensure_connection()
     if not image.startswith(SQLITE_HEADER):
         image = zlib.decompress(image)
     database.connection.deserialize(image)
-    with database.cursor() as cursor:
-        # Only the projection lives here: the owner row and the like need not exist.
-        cursor.execute("PRAGMA foreign_keys = OFF")
+    _configure(database, real)
     held = Held(database, scratch=None, seq=0)  # type: ignore[arg-type]
     with _scratch_database(database):
         held.scratch = Conversation.objects.first()
         if held.scratch is not None:
             held.seq = held.scratch.last_seq
     return held
+
+
+#: The alias of a scratch database: not the real one's, whose statements chatui.db.prepared
+#: keeps by alias (PostgreSQL's SQL run on SQLite would fail).
+SCRATCH_ALIAS = "chatui_moment"
+
+
+def _in_memory(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
+    """A new, empty, private in-memory SQLite database (connected), whatever `real` is:
+    chatui's SQLite backend, with `real`'s settings but for what names a database."""
+    settings_dict = {**real.settings_dict, "ENGINE": "chatui.db.sqlite", "NAME": ":memory:"}
+    settings_dict["OPTIONS"] = {}  # no pool, no pragmas for a file
+    database = ScratchWrapper(settings_dict, alias=SCRATCH_ALIAS)
+    database.ensure_connection()
+    return database
+
+
+def _configure(database: BaseDatabaseWrapper, real: BaseDatabaseWrapper) -> None:
+    """What a connection to a scratch database sets (after each restore: a deserialized
+    image keeps its pages, not the connection's settings)."""
+    with database.cursor() as cursor:
+        # Only the projection lives here: the owner row and the like need not exist.
+        cursor.execute("PRAGMA foreign_keys = OFF")
+        # LIKE as the real database's: SQLite's ignores ASCII case, PostgreSQL's does not
+        # (the projector's `startswith`: an AgentSpine run is one named "agentspine-…").
+        sensitive = "ON" if real.vendor != "sqlite" else "OFF"
+        cursor.execute(f"PRAGMA case_sensitive_like = {sensitive}")
 
 
 #: Blocks from this size up are mapped from the system and given back when freed.
@@ -620,16 +645,23 @@ def _scratch_database(scratch: BaseDatabaseWrapper) -> Iterator[None]:
 
 
 def _empty_schema_image(real: BaseDatabaseWrapper) -> bytes:
-    """An image of an in-memory database with `real`'s schema: its search table one
-    that keeps nothing (the projector indexes what it writes; a moment never searches)."""
-    with real.cursor() as cursor:
-        cursor.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY type != 'table', rowid"
-        )
-        schema = cursor.fetchall()
-    options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
-    scratch = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
+    """An image of an in-memory database with `real`'s schema (on PostgreSQL, the one
+    the migrations make on SQLite): its search table one that keeps nothing (the
+    projector indexes what it writes; a moment never searches)."""
+    migrated = None
+    if real.vendor != "sqlite":
+        real = migrated = _migrated_in_memory(real)
+    try:
+        with real.cursor() as cursor:
+            cursor.execute(
+                "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY type != 'table', rowid"
+            )
+            schema = cursor.fetchall()
+    finally:
+        if migrated is not None:
+            _close_database(migrated)
+    scratch = _in_memory(real)
     virtual = [item for _kind, item, sql in schema if sql.upper().startswith("CREATE VIRTUAL")]
     try:
         with scratch.cursor() as cursor:
@@ -648,6 +680,23 @@ def _empty_schema_image(real: BaseDatabaseWrapper) -> bytes:
         return zlib.compress(scratch.connection.serialize(), 1)
     finally:
         _close_database(scratch)
+
+
+def _migrated_in_memory(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
+    """An in-memory SQLite database migrated as a SQLite deployment's would be (once per
+    process, for a PostgreSQL one: ~1 s). The migrations' own queries name the
+    database by its alias, so it is this thread's under it meanwhile."""
+    database = _in_memory(real)
+    connections[SCRATCH_ALIAS] = database
+    try:
+        executor = MigrationExecutor(database)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    except BaseException:
+        _close_database(database)
+        raise
+    finally:
+        del connections[SCRATCH_ALIAS]
+    return database
 
 
 def _use_real_ids(conversation: Conversation, messages: list[Message]) -> None:

@@ -6,7 +6,10 @@ re-projected or deleted, and held within their memory budget; a process projects
 most CHATUI_MOMENT_WORKERS moments at once and says 503 + Retry-After beyond that.
 
 The reference for "exactly" is the same moment with nothing kept (the budget 0): the
-whole prefix applied in one batch to an empty scratch database, as before issue 28.
+whole prefix applied in one batch, as before issue 28 — on SQLite to an empty scratch
+database, on PostgreSQL in its own tables in a rolled-back transaction. Kept states
+are SQLite databases on both: on PostgreSQL these tests are what shows a moment
+projected there is the one PostgreSQL's own rows give.
 """
 
 from __future__ import annotations
@@ -23,13 +26,11 @@ from django.test import Client
 
 from chatui.ingest.projection import Projector
 from chatui.ingest.service import ingest, reproject
-from chatui.models import Conversation, Event, Message
+from chatui.models import Conversation, Event, Message, Run
 from chatui.read import replay
 from tests.support.fixtures import load_fixture
 from tests.support.moments import moment_slot_held
 from tests.support.showcase import showcase_events
-
-pytestmark = pytest.mark.sqlite_only(reason="states are kept on SQLite only (images of it)")
 
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -420,3 +421,32 @@ def test_issue28_a_dropped_scratch_database_is_freed_at_once(user, fresh_kept):
     assert held.database.connection is not None
     conversation.delete()
     assert held.database.connection is None
+
+
+def test_issue28_a_scratch_database_answers_like_as_the_real_one_does(user, fresh_kept):
+    """The projector's `startswith` (an AgentSpine run is one named "agentspine-…") is
+    a LIKE: SQLite's ignores ASCII case, PostgreSQL's does not. Scratch databases are
+    SQLite beside both, and answer as the real database does."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(
+        conversation,
+        [
+            {"type": "user.message", "run_id": "AGENTSPINE-1", "content": "x"},
+            {"type": "agent.status", "run_id": "AGENTSPINE-1", "status": "running"},
+        ],
+    )
+
+    def agentspine_runs() -> list[str]:
+        return list(
+            Run.objects.filter(run_id__startswith="agentspine-").values_list("run_id", flat=True)
+        )
+
+    real = agentspine_runs()
+    replay.moment(conversation, conversation.last_seq)
+    key = (connections["default"].settings_dict["NAME"], conversation.pk, 0)
+    _start, held = replay.kept.take(key, conversation.last_seq)
+    with replay._scratch_database(held.database):
+        scratch = agentspine_runs()
+    held.close()
+    assert scratch == real
+    assert real == ([] if connections["default"].vendor == "postgresql" else ["AGENTSPINE-1"])
