@@ -201,20 +201,20 @@ def main() -> None:
             forward, backward, peak = [], [], rss_kb(bench.pid)
             rss_before_steps = rss_kb(bench.pid)
             quarters = []
-            cpu = cpu_seconds(bench.pid)
+            spent = [0.0, 0.0]  # daphne's CPU over the steps forward, and back
             for n, seq in enumerate(walk):
+                cpu = cpu_seconds(bench.pid)
                 took, response = timed_get(client, f"/c/{conversation}/at/{seq}")
+                spent[n >= half] += cpu_seconds(bench.pid) - cpu
                 ok(response, f"step to {seq}")
                 (forward if n < half else backward).append(took)
                 peak = max(peak, rss_kb(bench.pid))
                 if (n + 1) % max(1, len(walk) // 4) == 0:
                     quarters.append(rss_kb(bench.pid) // 1024)
-            steps_cpu = cpu_seconds(bench.pid) - cpu
             rss_after_steps = rss_kb(bench.pid)
-            share = len(forward) / len(walk)
-            rows.append(request_row("step +10 (/at/N)", forward, steps_cpu * share))
+            rows.append(request_row("step +10 (/at/N)", forward, spent[0]))
             if backward:
-                rows.append(request_row("step −10 (/at/N)", backward, steps_cpu * (1 - share)))
+                rows.append(request_row("step −10 (/at/N)", backward, spent[1]))
             notes.append(
                 f"RSS: {rss_start // 1024} MB before the first moment, "
                 f"{rss_before_steps // 1024} MB before {len(walk)} steps, "

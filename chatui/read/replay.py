@@ -5,10 +5,11 @@ How a prefix is projected without touching the real projection: the events ≤ s
 applied by `Projector` (the very one ingest runs) to a scratch conversation, and the
 transcript window is read back. Nothing reaches the real tables.
 
-Where: on SQLite, in a private in-memory database with the real one's schema (this
-thread's "default" connection is swapped for it meanwhile, so the projector, its raw
-search SQL and the selectors all go there); on PostgreSQL, in the real database, in a
-transaction that is always rolled back.
+Where: in a private in-memory SQLite database with the real one's schema (this thread's
+"default" connection is swapped for it meanwhile, so the projector, its raw search SQL
+and the selectors all go there) — beside PostgreSQL too, with the schema SQLite gets
+from the migrations. Only with nothing to be kept (CHATUI_MOMENT_CACHE_MB = 0) does a
+PostgreSQL moment project in the real database, in a transaction always rolled back.
 
 Why not a projector over an in-memory store: the projector reads back what it wrote
 (lookups, S3 reconciliation, queued-call claims, AgentSpine state) through the ORM,
@@ -18,36 +19,49 @@ is worse than useless to an auditor. Why not a rolled-back transaction in the re
 SQLite database (the first version): IMMEDIATE transactions take SQLite's one write
 lock at BEGIN, so every writer of every conversation waits for the projection.
 
+Why SQLite beside PostgreSQL gives PostgreSQL's moment: the projector is the same
+Python, and what it stores comes back the same from both — JSON is kept as the text
+written on both (`OrderedJSONField`: `json`, not `jsonb`), times to the microsecond,
+no text ordering is read. The one query that answers differently is LIKE (the
+projector's `startswith`), case-blind for ASCII on SQLite only: a scratch database
+beside PostgreSQL matches case (`_configure`). tests/read/test_time_travel_kept_states.py
+compares, on PostgreSQL, moments from scratch databases with moments projected in
+PostgreSQL's own tables, byte for byte. A scratch database has an alias of its own
+(SCRATCH_ALIAS): chatui.db.prepared keeps compiled statements per alias.
+
 Why a moment is cheap (issue 28): a prefix is not projected from the start each time.
 A scratch database holds one conversation's projection and nothing else, so its whole
 state after event N is the database itself: `sqlite3.Connection.serialize()` gives it
-as bytes, `deserialize()` gives it back in about a millisecond. The process keeps
-(`Kept`, one per process, shared by every thread: daphne runs each request on a
-thread of its own, so what a thread kept for itself was never seen again):
+as bytes, `deserialize()` gives it back in ~10 ms. The process keeps (`Kept`, one per
+process, shared by every thread: daphne runs each request on a thread of its own, so
+what a thread kept for itself was never seen again):
 
 - checkpoints taken while projecting forward: at every multiple of CHECKPOINT_EVERY
-  events, zlib-compressed (~15×: ~1 MB near the end of a 50,000-event conversation);
-  and when someone steps back (a database is held beyond the seq asked), at the last
-  multiple of CHECKPOINT_NEAR before it, as it is (~15 MB there, but restored in a
-  millisecond: the next steps back start from it, not from CHECKPOINT_EVERY back);
+  events, zlib-compressed (~11×: ~1.4 MB near the end of a 50,000-event conversation);
 - the scratch databases of the latest moments asked, as they are (a step forward of
-  the player applies only the events since; no copy at all).
+  the player applies only the events since; no copy at all), each with its trail: it
+  stays in a transaction with a savepoint every TRAIL_STEP events over the TRAIL_SPAN
+  before the seq asked and at every seq asked since, so a step back that lands on one
+  is `ROLLBACK TO` (no image restored, nothing projected; below the trail, the
+  checkpoint before it is restored). A trail spans at most TRAIL_MAX events, and ends
+  (commits) where a checkpoint is to be taken (an image holds committed pages only).
 
 A moment restores the nearest kept state at or before its seq and projects forward
 from there. All of it fits in CHATUI_MOMENT_CACHE_MB (a held database counts its
-pages), so memory stays flat however far people travel: when it is full, what is not
-compressed goes first (it is at most CHECKPOINT_EVERY events past a compressed
-checkpoint), least recently used first, then compressed checkpoints, least recently
-used first; at most HELD_PER_CONVERSATION databases are held per conversation.
-The key is (database, conversation, `Conversation.rebuilds`): a re-projection (which
-bumps `rebuilds`, in any process) is never served a state of the rows it replaced, and
-a deleted conversation's states are dropped. Kept in the process, not in a table: a
-checkpoint is a SQLite file image (no use to PostgreSQL), and one every CHECKPOINT_EVERY
-events of every conversation ever opened would outgrow the conversations themselves; a
-process builds the ones people ask for, once (the first moment of a conversation in a
-process pays for its prefix, and for compressing the checkpoints on the way). A
-dropped database is freed at once (`_close_database`), and glibc is kept from holding
-on to freed images (`_map_big_blocks`): without both, RSS grew 5–14 MB a step.
+pages, and an estimate of its trail's journal), so memory stays flat however far
+people travel: when it is full, a held database goes first (it is at most
+CHECKPOINT_EVERY events past a compressed checkpoint), least recently used first, then
+compressed checkpoints, least recently used first; at most HELD_PER_CONVERSATION
+databases are held per conversation. The key is (database, conversation,
+`Conversation.rebuilds`): a re-projection (which bumps `rebuilds`, in any process) is
+never served a state of the rows it replaced, and a deleted conversation's states are
+dropped. Kept in the process, not in a table: a checkpoint is a SQLite file image, and
+one every CHECKPOINT_EVERY events of every conversation ever opened would outgrow the
+conversations themselves; a process builds the ones people ask for, once (the first
+moment of a conversation in a process pays for its prefix, and for compressing the
+checkpoints on the way). A dropped database is freed at once (`_close_database`), and
+glibc is kept from holding on to freed images (`_map_big_blocks`): without both, RSS
+grew 5–14 MB a step.
 
 What the scratch database holds besides the projection: of the log, only the events
 the projector reads back (`projection.LOG_READ_BACK`: progress logged before its tool,
@@ -55,10 +69,8 @@ an AgentSpine message's start and end); the projector is handed every event, but
 copying the others (most of them) would cost as much as projecting them and double
 every checkpoint. Its search table keeps nothing (a moment never searches).
 
-On PostgreSQL a moment still projects its whole prefix in its rolled-back
-transaction (no file image to keep; docs/PERFORMANCE.md). On both, at most
-CHATUI_MOMENT_WORKERS moments are projected at once in a process (a projection holds
-the GIL): another waits up to CHATUI_MOMENT_WAIT_SECONDS, then gets 503 with
+At most CHATUI_MOMENT_WORKERS moments are projected at once in a process (a projection
+holds the GIL): another waits up to CHATUI_MOMENT_WAIT_SECONDS, then gets 503 with
 Retry-After, so other people's pages are not starved by a few auditors.
 
 Why it is long: a moment, the scratch databases it is projected in, the states kept
@@ -408,11 +420,10 @@ class Kept:
             if entry[2]:  # a conversation's databases held beyond HELD_PER_CONVERSATION
                 held = [e for e in self._entries if e[0] == entry[0] and e[2]]
                 dropped += [self._drop(e) for e in held[:-HELD_PER_CONVERSATION]]
-            # The cheapest to make again goes first: what is not compressed (a held
-            # database, a checkpoint near a step back) is at most CHECKPOINT_EVERY
-            # events past a compressed checkpoint, which may stand for the whole prefix.
-            # What was just put goes last (the next step starts from it).
-            for doomed in (self._uncompressed, self._compressed):
+            # The cheapest to make again goes first: a held database is at most
+            # CHECKPOINT_EVERY events past a checkpoint, which may stand for the whole
+            # prefix. What was just put goes last (the next step starts from it).
+            for doomed in (self._held, self._checkpoints):
                 for old in [other for other in doomed() if other != entry]:
                     if self.size <= self.budget:
                         break
@@ -421,16 +432,12 @@ class Kept:
                 dropped.append(self._drop(entry))
         _close(dropped)
 
-    def _uncompressed(self) -> Iterator[tuple[Key, int, bool]]:
+    def _held(self) -> Iterator[tuple[Key, int, bool]]:
         """Under the lock: least recently used first."""
-        for entry, (value, _size) in self._entries.items():
-            if isinstance(value, Held) or value.startswith(SQLITE_HEADER):
-                yield entry
+        return (entry for entry in self._entries if entry[2])
 
-    def _compressed(self) -> Iterator[tuple[Key, int, bool]]:
-        for entry, (value, _size) in self._entries.items():
-            if isinstance(value, bytes) and not value.startswith(SQLITE_HEADER):
-                yield entry
+    def _checkpoints(self) -> Iterator[tuple[Key, int, bool]]:
+        return (entry for entry in self._entries if not entry[2])
 
     def _drop(self, entry: tuple[Key, int, bool]) -> bytes | Held:
         """Under the lock."""
@@ -546,13 +553,9 @@ def _project_kept(held: Held, events: list[Event]) -> None:
         database.run_on_commit.clear()
 
 
-#: How an image of a database begins (one that does not is compressed).
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _image(database: BaseDatabaseWrapper, compress: bool = True) -> bytes:
-    image = database.connection.serialize()
-    return zlib.compress(image, 1) if compress else image
+def _image(database: BaseDatabaseWrapper) -> bytes:
+    """The database's committed pages, compressed (no trail may be open: `Held.end_trail`)."""
+    return zlib.compress(database.connection.serialize(), 1)
 
 
 def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
@@ -561,9 +564,7 @@ def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
     database = _in_memory(real)
     # Held between requests, which daphne serves on threads of their own.
     database.inc_thread_sharing()
-    if not image.startswith(SQLITE_HEADER):
-        image = zlib.decompress(image)
-    database.connection.deserialize(image)
+    database.connection.deserialize(zlib.decompress(image))
     _configure(database, real)
     held = Held(database, scratch=None, seq=0)  # type: ignore[arg-type]
     with _scratch_database(database):
