@@ -496,7 +496,8 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
             with _scratch_database(held.database):
                 if stop is CHECKPOINT:
                     held.end_trail()
-                _project_kept(held, events)
+                if events:  # (none: the seq asked is where the database stands)
+                    _project_kept(held, events)
                 held.seq = segment_end
                 if stop is CHECKPOINT:
                     kept.keep_checkpoint(key, segment_end, _image(held.database))
