@@ -1,6 +1,7 @@
 """Time travel (issue 28): a past moment of a 50,000-event conversation, on a real daphne.
 
     .venv/bin/python bench/p_time_travel.py [--events 50000] [--cold 10] [--steps 100]
+        [--postgres postgres://chatui@127.0.0.1:PORT/chatui]
 
 Builds one conversation of `--events` events through the ingest API in batches of 500
 (`common.EventStream`: runs of statuses, streamed answers, steps announcing tool calls,
@@ -21,22 +22,34 @@ it then times:
 
 Times are measured client-side on loopback, from sending the request to having the
 whole body. The daphne CPU column is daphne's own CPU (all threads, /proc) per request.
+
+With `--postgres URL` the server runs on a new database made on that PostgreSQL server
+(e.g. one started by scripts/cluster/services.sh), dropped at the end; one process, no
+Redis. The steps' rows also say what each moment started from: the player's steps back
+should land on the trail of the last moment (docs/PERFORMANCE.md, time travel).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
+import tempfile
 import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 from common import (
     REQUEST_COLUMNS,
     Bench,
     EventStream,
+    LiveServer,
     cpu_seconds,
+    create_postgres_database,
+    drop_created_databases,
     loadavg,
     machine_line,
     request_row,
@@ -45,6 +58,29 @@ from common import (
 )
 
 BATCH = 500
+
+
+@dataclass
+class PostgresBench(Bench):
+    """Bench, its server on a new database of the PostgreSQL server `server_url`."""
+
+    server_url: str = ""
+
+    def __enter__(self) -> PostgresBench:
+        self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-"))
+        database = create_postgres_database(self.server_url)
+        env = {"CHATUI_MAX_SOCKETS_PER_USER": "1000000"}
+        self.server = LiveServer(self.tmp / "data", database_url=database, extra_env=env)
+        self.server.prepare()
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.server.stop()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            drop_created_databases()
 
 
 def build(bench: Bench, events: int, tag: str) -> tuple[str, float]:
@@ -126,11 +162,12 @@ def main() -> None:
     parser.add_argument(
         "--no-cold-concurrent", action="store_true", help="skip the second conversation"
     )
+    parser.add_argument("--postgres", default="", help="a PostgreSQL server's URL")
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
-    print("Time travel ·", machine_line())
-    with Bench() as bench:
+    print("Time travel ·", machine_line(), "· PostgreSQL" if args.postgres else "· SQLite")
+    with PostgresBench(server_url=args.postgres) if args.postgres else Bench() as bench:
         conversation, took = build(bench, args.events, "tt")
         print(f"built {args.events} events in {took:.1f} s")
         other = None
@@ -164,20 +201,20 @@ def main() -> None:
             forward, backward, peak = [], [], rss_kb(bench.pid)
             rss_before_steps = rss_kb(bench.pid)
             quarters = []
-            cpu = cpu_seconds(bench.pid)
+            spent = [0.0, 0.0]  # daphne's CPU over the steps forward, and back
             for n, seq in enumerate(walk):
+                cpu = cpu_seconds(bench.pid)
                 took, response = timed_get(client, f"/c/{conversation}/at/{seq}")
+                spent[n >= half] += cpu_seconds(bench.pid) - cpu
                 ok(response, f"step to {seq}")
                 (forward if n < half else backward).append(took)
                 peak = max(peak, rss_kb(bench.pid))
                 if (n + 1) % max(1, len(walk) // 4) == 0:
                     quarters.append(rss_kb(bench.pid) // 1024)
-            steps_cpu = cpu_seconds(bench.pid) - cpu
             rss_after_steps = rss_kb(bench.pid)
-            share = len(forward) / len(walk)
-            rows.append(request_row("step +10 (/at/N)", forward, steps_cpu * share))
+            rows.append(request_row("step +10 (/at/N)", forward, spent[0]))
             if backward:
-                rows.append(request_row("step −10 (/at/N)", backward, steps_cpu * (1 - share)))
+                rows.append(request_row("step −10 (/at/N)", backward, spent[1]))
             notes.append(
                 f"RSS: {rss_start // 1024} MB before the first moment, "
                 f"{rss_before_steps // 1024} MB before {len(walk)} steps, "

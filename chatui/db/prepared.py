@@ -311,7 +311,10 @@ class Prepared(Generic[T]):
     # -- compiling --------------------------------------------------------------
 
     def _compile(self, using: str) -> _Compiled:
-        return _made_once(self._compiled, using, lambda: self._compile_now(using))
+        # By the connection's own alias: replay's scratch databases stand in for
+        # "default" (SQLite ones, also beside PostgreSQL: chatui.read.replay).
+        key = connections[using].alias
+        return _made_once(self._compiled, key, lambda: self._compile_now(using))
 
     def _compile_now(self, using: str) -> _Compiled:
         connection = connections[using]
@@ -467,7 +470,7 @@ class _PreparedWrite:
         """Run it; the number of rows changed."""
         connection = connections[using]
         sql, params, slots = _made_once(
-            self._compiled, using, lambda: self._compile_now(connection)
+            self._compiled, connection.alias, lambda: self._compile_now(connection)
         )
         cursor = cursor_for(connection)
         cursor.execute(sql, _filled(params, slots, values, connection))
@@ -575,7 +578,7 @@ class PreparedInsert:
         if not objs:
             return
         connection = connections[using]
-        sql = _made_once(self._sql, using, lambda: self._write_sql(connection))
+        sql = _made_once(self._sql, connection.alias, lambda: self._write_sql(connection))
         rows = self._rows(objs, connection)
         cursor = cursor_for(connection)
         if len(rows) == 1:

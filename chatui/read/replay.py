@@ -5,10 +5,11 @@ How a prefix is projected without touching the real projection: the events ≤ s
 applied by `Projector` (the very one ingest runs) to a scratch conversation, and the
 transcript window is read back. Nothing reaches the real tables.
 
-Where: on SQLite, in a private in-memory database with the real one's schema (this
-thread's "default" connection is swapped for it meanwhile, so the projector, its raw
-search SQL and the selectors all go there); on PostgreSQL, in the real database, in a
-transaction that is always rolled back.
+Where: in a private in-memory SQLite database with the real one's schema (this thread's
+"default" connection is swapped for it meanwhile, so the projector, its raw search SQL
+and the selectors all go there) — beside PostgreSQL too, with the schema SQLite gets
+from the migrations. Only with nothing to be kept (CHATUI_MOMENT_CACHE_MB = 0) does a
+PostgreSQL moment project in the real database, in a transaction always rolled back.
 
 Why not a projector over an in-memory store: the projector reads back what it wrote
 (lookups, S3 reconciliation, queued-call claims, AgentSpine state) through the ORM,
@@ -18,36 +19,49 @@ is worse than useless to an auditor. Why not a rolled-back transaction in the re
 SQLite database (the first version): IMMEDIATE transactions take SQLite's one write
 lock at BEGIN, so every writer of every conversation waits for the projection.
 
+Why SQLite beside PostgreSQL gives PostgreSQL's moment: the projector is the same
+Python, and what it stores comes back the same from both — JSON is kept as the text
+written on both (`OrderedJSONField`: `json`, not `jsonb`), times to the microsecond,
+no text ordering is read. The one query that answers differently is LIKE (the
+projector's `startswith`), case-blind for ASCII on SQLite only: a scratch database
+beside PostgreSQL matches case (`_configure`). tests/read/test_time_travel_kept_states.py
+compares, on PostgreSQL, moments from scratch databases with moments projected in
+PostgreSQL's own tables, byte for byte. A scratch database has an alias of its own
+(SCRATCH_ALIAS): chatui.db.prepared keeps compiled statements per alias.
+
 Why a moment is cheap (issue 28): a prefix is not projected from the start each time.
 A scratch database holds one conversation's projection and nothing else, so its whole
 state after event N is the database itself: `sqlite3.Connection.serialize()` gives it
-as bytes, `deserialize()` gives it back in about a millisecond. The process keeps
-(`Kept`, one per process, shared by every thread: daphne runs each request on a
-thread of its own, so what a thread kept for itself was never seen again):
+as bytes, `deserialize()` gives it back in ~10 ms. The process keeps (`Kept`, one per
+process, shared by every thread: daphne runs each request on a thread of its own, so
+what a thread kept for itself was never seen again):
 
 - checkpoints taken while projecting forward: at every multiple of CHECKPOINT_EVERY
-  events, zlib-compressed (~15×: ~1 MB near the end of a 50,000-event conversation);
-  and when someone steps back (a database is held beyond the seq asked), at the last
-  multiple of CHECKPOINT_NEAR before it, as it is (~15 MB there, but restored in a
-  millisecond: the next steps back start from it, not from CHECKPOINT_EVERY back);
+  events, zlib-compressed (~11×: ~1.4 MB near the end of a 50,000-event conversation);
 - the scratch databases of the latest moments asked, as they are (a step forward of
-  the player applies only the events since; no copy at all).
+  the player applies only the events since; no copy at all), each with its trail: it
+  stays in a transaction with a savepoint every TRAIL_STEP events over the TRAIL_SPAN
+  before the seq asked and at every seq asked since, so a step back that lands on one
+  is `ROLLBACK TO` (no image restored, nothing projected; below the trail, the
+  checkpoint before it is restored). A trail spans at most TRAIL_MAX events, and ends
+  (commits) where a checkpoint is to be taken (an image holds committed pages only).
 
 A moment restores the nearest kept state at or before its seq and projects forward
 from there. All of it fits in CHATUI_MOMENT_CACHE_MB (a held database counts its
-pages), so memory stays flat however far people travel: when it is full, what is not
-compressed goes first (it is at most CHECKPOINT_EVERY events past a compressed
-checkpoint), least recently used first, then compressed checkpoints, least recently
-used first; at most HELD_PER_CONVERSATION databases are held per conversation.
-The key is (database, conversation, `Conversation.rebuilds`): a re-projection (which
-bumps `rebuilds`, in any process) is never served a state of the rows it replaced, and
-a deleted conversation's states are dropped. Kept in the process, not in a table: a
-checkpoint is a SQLite file image (no use to PostgreSQL), and one every CHECKPOINT_EVERY
-events of every conversation ever opened would outgrow the conversations themselves; a
-process builds the ones people ask for, once (the first moment of a conversation in a
-process pays for its prefix, and for compressing the checkpoints on the way). A
-dropped database is freed at once (`_close_database`), and glibc is kept from holding
-on to freed images (`_map_big_blocks`): without both, RSS grew 5–14 MB a step.
+pages, and an estimate of its trail's journal), so memory stays flat however far
+people travel: when it is full, a held database goes first (it is at most
+CHECKPOINT_EVERY events past a compressed checkpoint), least recently used first, then
+compressed checkpoints, least recently used first; at most HELD_PER_CONVERSATION
+databases are held per conversation. The key is (database, conversation,
+`Conversation.rebuilds`): a re-projection (which bumps `rebuilds`, in any process) is
+never served a state of the rows it replaced, and a deleted conversation's states are
+dropped. Kept in the process, not in a table: a checkpoint is a SQLite file image, and
+one every CHECKPOINT_EVERY events of every conversation ever opened would outgrow the
+conversations themselves; a process builds the ones people ask for, once (the first
+moment of a conversation in a process pays for its prefix, and for compressing the
+checkpoints on the way). A dropped database is freed at once (`_close_database`), and
+glibc is kept from holding on to freed images (`_map_big_blocks`): without both, RSS
+grew 5–14 MB a step.
 
 What the scratch database holds besides the projection: of the log, only the events
 the projector reads back (`projection.LOG_READ_BACK`: progress logged before its tool,
@@ -55,10 +69,8 @@ an AgentSpine message's start and end); the projector is handed every event, but
 copying the others (most of them) would cost as much as projecting them and double
 every checkpoint. Its search table keeps nothing (a moment never searches).
 
-On PostgreSQL a moment still projects its whole prefix in its rolled-back
-transaction (no file image to keep; docs/PERFORMANCE.md). On both, at most
-CHATUI_MOMENT_WORKERS moments are projected at once in a process (a projection holds
-the GIL): another waits up to CHATUI_MOMENT_WAIT_SECONDS, then gets 503 with
+At most CHATUI_MOMENT_WORKERS moments are projected at once in a process (a projection
+holds the GIL): another waits up to CHATUI_MOMENT_WAIT_SECONDS, then gets 503 with
 Retry-After, so other people's pages are not starved by a few auditors.
 
 Why it is long: a moment, the scratch databases it is projected in, the states kept
@@ -75,26 +87,39 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.migrations.executor import MigrationExecutor
 from django.db.models.signals import post_delete
 
+from chatui.db.lru import BoundedLRU
+from chatui.db.sqlite.base import DatabaseWrapper as ScratchWrapper
 from chatui.ingest.projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 from chatui.models import Conversation, ConversationStatus, Event, Message
 
 from . import presenters, selectors
 
-#: Checkpoints: every this many events along the whole prefix...
+#: Checkpoints: every this many events along the whole prefix.
 CHECKPOINT_EVERY = 1000
-#: ...and, going back, the last multiple of this before the seq asked.
-CHECKPOINT_NEAR = 100
+#: A held database's trail (`Held.trail`): a savepoint every TRAIL_STEP events over the
+#: last TRAIL_SPAN events before the seq asked, and at every seq asked since...
+TRAIL_STEP = 10
+TRAIL_SPAN = 100
+#: ...over at most this many events (then it starts again where the database stands).
+TRAIL_MAX = 500
+#: What a trail costs in memory, an estimate per event it spans (SQLite's journal of
+#: the pages changed since each savepoint, which it does not report: measured 15 KB
+#: an event with a savepoint every 10 events, at 40,000 events of bench/p_time_travel.py).
+TRAIL_BYTES_PER_EVENT = 16 * 1024
 #: Databases held per conversation (the latest moments asked: two people at two places).
 HELD_PER_CONVERSATION = 2
+#: Conversations whose messages' live ids are kept (`Kept.real_ids`; ~100 bytes a message).
+REAL_IDS_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -128,9 +153,9 @@ def moment(conversation: Conversation, seq: int) -> Moment:
     has_earlier, status, start = False, ConversationStatus.IDLE, 0
     if seq:
         with moment_slot():
-            if connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
+            if connections[DEFAULT_DB_ALIAS].vendor == "sqlite" or kept.budget > 0:
                 messages, has_earlier, status, start = _kept_projection(conversation, seq)
-            else:
+            else:  # PostgreSQL with nothing to be kept: in its own rows, rolled back
                 messages, has_earlier, status = _rolled_back_projection(conversation, seq)
     _use_real_ids(conversation, messages)
     return Moment(
@@ -221,20 +246,68 @@ Key = tuple[str, Any, int]  # (real database, conversation pk, its rebuilds)
 
 @dataclass
 class Held:
-    """A scratch database holding one conversation's projection after event `seq`."""
+    """A scratch database holding one conversation's projection after event `seq`, and
+    its trail: while it is open, the database is in a transaction with a savepoint at
+    each seq of `trail` (the first is where the trail began), so going back to any of
+    them is a `ROLLBACK TO` (`rewind`): no image restored, nothing projected."""
 
     database: BaseDatabaseWrapper
     scratch: Conversation
     seq: int
+    trail: list[tuple[int, str]] = field(default_factory=list)  # (seq, savepoint id)
+    _block: Any = None  # the transaction the trail lives in (an open `atomic`)
 
     @property
     def size(self) -> int:
-        """Bytes of its pages (what it holds in memory)."""
+        """Bytes of its pages (what it holds in memory), and an estimate of its trail's."""
         with self.database.cursor() as cursor:
             cursor.execute("PRAGMA page_count")
             pages = cursor.fetchone()[0]
             cursor.execute("PRAGMA page_size")
-            return pages * cursor.fetchone()[0]
+            size = pages * cursor.fetchone()[0]
+        return size + self.trail_events * TRAIL_BYTES_PER_EVENT
+
+    @property
+    def trail_events(self) -> int:
+        return self.seq - self.trail[0][0] if self.trail else 0
+
+    def reach(self, seq: int) -> int | None:
+        """The latest state at or before `seq` this database can be at without
+        projecting: where it stands, or a seq of its trail (None: neither)."""
+        if self.seq <= seq:
+            return self.seq
+        return max((at for at, _sid in self.trail if at <= seq), default=None)
+
+    # Below: with this database as the default connection (`_scratch_database`).
+
+    def mark(self) -> None:
+        """A savepoint where the database stands, opening the trail if need be (and
+        opening it again here when it spans TRAIL_MAX events already)."""
+        if self.trail and self.trail_events > TRAIL_MAX:
+            self.end_trail()
+        if not self.trail:
+            self._block = transaction.atomic()
+            self._block.__enter__()
+        elif self.trail[-1][0] == self.seq:
+            return
+        self.trail.append((self.seq, self.database.savepoint()))
+
+    def rewind(self, seq: int) -> None:
+        """Back to the trail's latest state at or before `seq` (`reach`)."""
+        at, sid = max((entry for entry in self.trail if entry[0] <= seq), key=lambda e: e[0])
+        self.database.savepoint_rollback(sid)
+        del self.trail[self.trail.index((at, sid)) + 1 :]
+        self.seq = at
+        # The row as the database has it again (the projection changed the instance).
+        self.scratch = Conversation.objects.get(pk=self.scratch.pk)
+
+    def end_trail(self) -> None:
+        """Commit: the database keeps where it stands and forgets the trail (an image
+        can be taken only then: `serialize()` reads committed pages)."""
+        if self._block is not None:
+            self.trail.clear()
+            block, self._block = self._block, None
+            block.__exit__(None, None, None)
 
     def close(self) -> None:
         _close_database(self.database)
@@ -253,6 +326,8 @@ class Kept:
         self.size = 0
         # Per real database: the empty schema's image (the state before event 1).
         self._empty: dict[str, bytes] = {}
+        # Per conversation (and rebuild): message id -> its live row's pk (`_use_real_ids`).
+        self._real_ids: BoundedLRU[Key, dict[str, int]] = BoundedLRU(REAL_IDS_KEPT)
 
     @property
     def budget(self) -> int:
@@ -263,33 +338,40 @@ class Kept:
         with self._lock:
             return sorted((k[2], s, h) for k, s, h in self._entries if k[1] == conversation_pk)
 
-    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None, bool]:
+    def take(self, key: Key, seq: int) -> tuple[int, bytes | Held | None]:
         """The nearest state at or before `seq`: a checkpoint's image (kept), or a held
-        database (taken out: give it back with `hold`), or (0, None) if none; and whether
-        a database is held beyond `seq` (someone is stepping back)."""
+        database that stands there or has it on its trail (taken out: give it back
+        with `hold`; `Held.rewind` to go back), or (0, None) if none. At equal
+        distance a held database wins (nothing to restore)."""
         with self._lock:
-            going_back = any(
-                entry_key == key and held and entry_seq > seq
-                for entry_key, entry_seq, held in self._entries
-            )
-            best = max(
-                (
-                    (entry_seq, held)
-                    for entry_key, entry_seq, held in self._entries
-                    if entry_key == key and entry_seq <= seq
-                ),
-                default=None,
-            )
+            best: tuple[int, bool, tuple[Key, int, bool]] | None = None
+            for entry, (value, _size) in self._entries.items():
+                if entry[0] != key:
+                    continue
+                reach = value.reach(seq) if isinstance(value, Held) else entry[1]
+                if reach is None or reach > seq:
+                    continue
+                if best is None or (reach, entry[2]) > best[:2]:
+                    best = (reach, entry[2], entry)
             if best is None:
-                return 0, None, going_back
-            entry = (key, *best)
-            if best[1]:
+                return 0, None
+            reach, is_held, entry = best
+            if is_held:
                 value, size = self._entries.pop(entry)
                 self.size -= size
             else:
                 value = self._entries[entry][0]
                 self._entries.move_to_end(entry)
-            return best[0], value, going_back
+            return reach, value
+
+    def real_ids(self, key: Key) -> dict[str, int]:
+        """The live pks of a conversation's messages found so far (filled by the caller;
+        a re-projection makes new rows, under a new key)."""
+        found = self._real_ids.get(key)
+        if found is None:
+            found = {}
+            self._real_ids.put(key, found)
+        return found
 
     def has_checkpoint(self, key: Key, seq: int) -> bool:
         with self._lock:
@@ -315,6 +397,7 @@ class Kept:
     def clear(self) -> None:
         with self._lock:
             dropped = [self._drop(entry) for entry in list(self._entries)]
+        self._real_ids.clear()
         _close(dropped)
 
     def empty_image(self, real: BaseDatabaseWrapper) -> bytes:
@@ -337,11 +420,10 @@ class Kept:
             if entry[2]:  # a conversation's databases held beyond HELD_PER_CONVERSATION
                 held = [e for e in self._entries if e[0] == entry[0] and e[2]]
                 dropped += [self._drop(e) for e in held[:-HELD_PER_CONVERSATION]]
-            # The cheapest to make again goes first: what is not compressed (a held
-            # database, a checkpoint near a step back) is at most CHECKPOINT_EVERY
-            # events past a compressed checkpoint, which may stand for the whole prefix.
-            # What was just put goes last (the next step starts from it).
-            for doomed in (self._uncompressed, self._compressed):
+            # The cheapest to make again goes first: a held database is at most
+            # CHECKPOINT_EVERY events past a checkpoint, which may stand for the whole
+            # prefix. What was just put goes last (the next step starts from it).
+            for doomed in (self._held, self._checkpoints):
                 for old in [other for other in doomed() if other != entry]:
                     if self.size <= self.budget:
                         break
@@ -350,16 +432,12 @@ class Kept:
                 dropped.append(self._drop(entry))
         _close(dropped)
 
-    def _uncompressed(self) -> Iterator[tuple[Key, int, bool]]:
+    def _held(self) -> Iterator[tuple[Key, int, bool]]:
         """Under the lock: least recently used first."""
-        for entry, (value, _size) in self._entries.items():
-            if isinstance(value, Held) or value.startswith(SQLITE_HEADER):
-                yield entry
+        return (entry for entry in self._entries if entry[2])
 
-    def _compressed(self) -> Iterator[tuple[Key, int, bool]]:
-        for entry, (value, _size) in self._entries.items():
-            if isinstance(value, bytes) and not value.startswith(SQLITE_HEADER):
-                yield entry
+    def _checkpoints(self) -> Iterator[tuple[Key, int, bool]]:
+        return (entry for entry in self._entries if not entry[2])
 
     def _drop(self, entry: tuple[Key, int, bool]) -> bytes | Held:
         """Under the lock."""
@@ -385,13 +463,19 @@ def _forget_deleted(sender: type[Conversation], instance: Conversation, **kwargs
 post_delete.connect(_forget_deleted, sender=Conversation, dispatch_uid="chatui.replay.forget")
 
 
+def _key(conversation: Conversation) -> Key:
+    real = connections[DEFAULT_DB_ALIAS]
+    return (real.settings_dict["NAME"], conversation.pk, conversation.rebuilds)
+
+
 def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message], bool, str, int]:
     """The window after event `seq`, projected forward from the nearest kept state; the
-    state reached is held for the next step, checkpoints are kept on the way."""
+    state reached is held for the next step (with its trail), checkpoints are kept on
+    the way."""
     real = connections[DEFAULT_DB_ALIAS]
-    key = (real.settings_dict["NAME"], conversation.pk, conversation.rebuilds)
+    key = _key(conversation)
     kept.forget(conversation.pk, except_rebuilds=conversation.rebuilds)
-    start, found, going_back = kept.take(key, seq)
+    start, found = kept.take(key, seq)
     if isinstance(found, Held):
         held = found
     else:
@@ -400,17 +484,25 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
             with _scratch_database(held.database):
                 held.scratch = _new_scratch(conversation)
     try:
-        for segment_end, compress in _segments(key, start, seq, going_back):
+        if held.seq > seq:
+            with _scratch_database(held.database):
+                held.rewind(seq)
+        for segment_end, stop in _segments(key, held.seq, seq):
             events = list(
                 Event.objects.filter(
                     conversation=conversation, seq__gt=held.seq, seq__lte=segment_end
                 ).order_by("seq")
             )
             with _scratch_database(held.database):
-                _project_kept(held, events)
-            held.seq = segment_end
-            if segment_end != seq:
-                kept.keep_checkpoint(key, segment_end, _image(held.database, compress))
+                if stop is CHECKPOINT:
+                    held.end_trail()
+                if events:  # (none: the seq asked is where the database stands)
+                    _project_kept(held, events)
+                held.seq = segment_end
+                if stop is CHECKPOINT:
+                    kept.keep_checkpoint(key, segment_end, _image(held.database))
+                elif stop is SAVEPOINT:
+                    held.mark()
         with _scratch_database(held.database):
             window = _window(held.scratch)
     except BaseException:
@@ -420,22 +512,31 @@ def _kept_projection(conversation: Conversation, seq: int) -> tuple[list[Message
     return (*window, start)
 
 
-def _segments(key: Key, start: int, seq: int, going_back: bool) -> list[tuple[int, bool]]:
-    """Where to stop on the way from `start` to `seq` to keep a checkpoint, and whether
-    to compress it: each multiple of CHECKPOINT_EVERY not kept yet (compressed: they
-    stay); going back, the last multiple of CHECKPOINT_NEAR before `seq` (as it is: the
-    next steps back restore it at once, and it goes first when memory is short). Then
-    `seq` itself; straight there when nothing may be kept."""
+#: What `_segments` stops for on the way: a checkpoint kept (compressed), a savepoint on
+#: the held database's trail, or nothing (the seq asked, with nothing kept).
+CHECKPOINT, SAVEPOINT = "checkpoint", "savepoint"
+
+
+def _segments(key: Key, start: int, seq: int) -> list[tuple[int, str | None]]:
+    """Where to stop on the way from `start` to `seq`, and what for: each multiple of
+    CHECKPOINT_EVERY not kept yet, to keep a checkpoint there (compressed: they stay);
+    then, over the last TRAIL_SPAN events, every TRAIL_STEP events counted back from
+    `seq` and `seq` itself, for the trail (a step back of the player, or of the
+    previous-event button, is then a rollback). Straight to `seq` when nothing may
+    be kept. A stop is a batch of its own: few of them (a batch costs ~3 ms besides
+    its events), and none far from `seq`."""
     if kept.budget <= 0:
-        return [(seq, False)]
-    stops = dict.fromkeys(
-        range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY), True
-    )
-    near = (seq - 1) // CHECKPOINT_NEAR * CHECKPOINT_NEAR
-    if going_back and near > start and near not in stops:
-        stops[near] = False
-    wanted = [(n, compress) for n, compress in sorted(stops.items())]
-    return [(n, c) for n, c in wanted if not kept.has_checkpoint(key, n)] + [(seq, False)]
+        return [(seq, None)]
+    stops: list[tuple[int, str | None]] = [
+        (n, CHECKPOINT)
+        for n in range(_next_multiple(start, CHECKPOINT_EVERY), seq, CHECKPOINT_EVERY)
+        if not kept.has_checkpoint(key, n)
+    ]
+    # From TRAIL_SPAN events back, and past the last checkpoint kept on the way.
+    lowest = max(start + 1, stops[-1][0] + 1 if stops else 0, seq - TRAIL_SPAN)
+    trail = range(seq - TRAIL_STEP, lowest - 1, -TRAIL_STEP)
+    stops += [(n, SAVEPOINT) for n in reversed(trail)]
+    return [*stops, (seq, SAVEPOINT)]
 
 
 def _next_multiple(after: int, step: int) -> int:
@@ -453,35 +554,52 @@ def _project_kept(held: Held, events: list[Event]) -> None:
         database.run_on_commit.clear()
 
 
-#: How an image of a database begins (one that does not is compressed).
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _image(database: BaseDatabaseWrapper, compress: bool = True) -> bytes:
-    image = database.connection.serialize()
-    return zlib.compress(image, 1) if compress else image
+def _image(database: BaseDatabaseWrapper) -> bytes:
+    """The database's committed pages, compressed (no trail may be open: `Held.end_trail`)."""
+    return zlib.compress(database.connection.serialize(), 1)
 
 
 def _restore(real: BaseDatabaseWrapper, image: bytes) -> Held:
     """A new private in-memory database holding `image`."""
     _map_big_blocks()
-    options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
-    database = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
+    database = _in_memory(real)
     # Held between requests, which daphne serves on threads of their own.
     database.inc_thread_sharing()
-    database.ensure_connection()
-    if not image.startswith(SQLITE_HEADER):
-        image = zlib.decompress(image)
-    database.connection.deserialize(image)
-    with database.cursor() as cursor:
-        # Only the projection lives here: the owner row and the like need not exist.
-        cursor.execute("PRAGMA foreign_keys = OFF")
+    database.connection.deserialize(zlib.decompress(image))
+    _configure(database, real)
     held = Held(database, scratch=None, seq=0)  # type: ignore[arg-type]
     with _scratch_database(database):
         held.scratch = Conversation.objects.first()
         if held.scratch is not None:
             held.seq = held.scratch.last_seq
     return held
+
+
+#: The alias of a scratch database: not the real one's, whose statements chatui.db.prepared
+#: keeps by alias (PostgreSQL's SQL run on SQLite would fail).
+SCRATCH_ALIAS = "chatui_moment"
+
+
+def _in_memory(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
+    """A new, empty, private in-memory SQLite database (connected), whatever `real` is:
+    chatui's SQLite backend, with `real`'s settings but for what names a database."""
+    settings_dict = {**real.settings_dict, "ENGINE": "chatui.db.sqlite", "NAME": ":memory:"}
+    settings_dict["OPTIONS"] = {}  # no pool, no pragmas for a file
+    database = ScratchWrapper(settings_dict, alias=SCRATCH_ALIAS)
+    database.ensure_connection()
+    return database
+
+
+def _configure(database: BaseDatabaseWrapper, real: BaseDatabaseWrapper) -> None:
+    """What a connection to a scratch database sets (after each restore: a deserialized
+    image keeps its pages, not the connection's settings)."""
+    with database.cursor() as cursor:
+        # Only the projection lives here: the owner row and the like need not exist.
+        cursor.execute("PRAGMA foreign_keys = OFF")
+        # LIKE as the real database's: SQLite's ignores ASCII case, PostgreSQL's does not
+        # (the projector's `startswith`: an AgentSpine run is one named "agentspine-…").
+        sensitive = "ON" if real.vendor != "sqlite" else "OFF"
+        cursor.execute(f"PRAGMA case_sensitive_like = {sensitive}")
 
 
 #: Blocks from this size up are mapped from the system and given back when freed.
@@ -529,16 +647,23 @@ def _scratch_database(scratch: BaseDatabaseWrapper) -> Iterator[None]:
 
 
 def _empty_schema_image(real: BaseDatabaseWrapper) -> bytes:
-    """An image of an in-memory database with `real`'s schema: its search table one
-    that keeps nothing (the projector indexes what it writes; a moment never searches)."""
-    with real.cursor() as cursor:
-        cursor.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY type != 'table', rowid"
-        )
-        schema = cursor.fetchall()
-    options = {k: v for k, v in real.settings_dict["OPTIONS"].items() if k != "init_command"}
-    scratch = real.__class__({**real.settings_dict, "NAME": ":memory:", "OPTIONS": options})
+    """An image of an in-memory database with `real`'s schema (on PostgreSQL, the one
+    the migrations make on SQLite): its search table one that keeps nothing (the
+    projector indexes what it writes; a moment never searches)."""
+    migrated = None
+    if real.vendor != "sqlite":
+        real = migrated = _migrated_in_memory(real)
+    try:
+        with real.cursor() as cursor:
+            cursor.execute(
+                "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY type != 'table', rowid"
+            )
+            schema = cursor.fetchall()
+    finally:
+        if migrated is not None:
+            _close_database(migrated)
+    scratch = _in_memory(real)
     virtual = [item for _kind, item, sql in schema if sql.upper().startswith("CREATE VIRTUAL")]
     try:
         with scratch.cursor() as cursor:
@@ -559,19 +684,40 @@ def _empty_schema_image(real: BaseDatabaseWrapper) -> bytes:
         _close_database(scratch)
 
 
+def _migrated_in_memory(real: BaseDatabaseWrapper) -> BaseDatabaseWrapper:
+    """An in-memory SQLite database migrated as a SQLite deployment's would be (once per
+    process, for a PostgreSQL one: ~1 s). The migrations' own queries name the
+    database by its alias, so it is this thread's under it meanwhile."""
+    database = _in_memory(real)
+    connections[SCRATCH_ALIAS] = database
+    try:
+        executor = MigrationExecutor(database)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    except BaseException:
+        _close_database(database)
+        raise
+    finally:
+        del connections[SCRATCH_ALIAS]
+    return database
+
+
 def _use_real_ids(conversation: Conversation, messages: list[Message]) -> None:
     """DOM ids are built from primary keys: give each message the id its live row has,
     so a moment's DOM is the one the live page showed (and replay frames keep a
     reader's open batches). A message the log later removed (S3's ephemeral statuses)
-    is numbered after the newest real message, so ids never clash."""
-    real = dict(
-        Message.objects.filter(
-            conversation=conversation, message_id__in=[m.message_id for m in messages]
-        ).values_list("message_id", "pk")
-    )
+    is numbered after the newest real message, so ids never clash. The ids found are
+    kept (`Kept.real_ids`): a step of the player asks for the same ~200 again."""
+    known = kept.real_ids(_key(conversation))
+    missing = [m.message_id for m in messages if m.message_id not in known]
+    if missing:
+        known.update(
+            Message.objects.filter(conversation=conversation, message_id__in=missing).values_list(
+                "message_id", "pk"
+            )
+        )
     newest = Message.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     for message in messages:
-        message.pk = real.get(message.message_id, newest + message.pk)
+        message.pk = known.get(message.message_id, newest + message.pk)
         message.conversation = conversation
 
 

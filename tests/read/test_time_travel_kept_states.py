@@ -6,7 +6,10 @@ re-projected or deleted, and held within their memory budget; a process projects
 most CHATUI_MOMENT_WORKERS moments at once and says 503 + Retry-After beyond that.
 
 The reference for "exactly" is the same moment with nothing kept (the budget 0): the
-whole prefix applied in one batch to an empty scratch database, as before issue 28.
+whole prefix applied in one batch, as before issue 28 — on SQLite to an empty scratch
+database, on PostgreSQL in its own tables in a rolled-back transaction. Kept states
+are SQLite databases on both: on PostgreSQL these tests are what shows a moment
+projected there is the one PostgreSQL's own rows give.
 """
 
 from __future__ import annotations
@@ -23,13 +26,11 @@ from django.test import Client
 
 from chatui.ingest.projection import Projector
 from chatui.ingest.service import ingest, reproject
-from chatui.models import Conversation, Event, Message
+from chatui.models import Conversation, Event, Message, Run
 from chatui.read import replay
 from tests.support.fixtures import load_fixture
 from tests.support.moments import moment_slot_held
 from tests.support.showcase import showcase_events
-
-pytestmark = pytest.mark.sqlite_only(reason="states are kept on SQLite only (images of it)")
 
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -159,10 +160,13 @@ def fresh_kept():
 
 @pytest.fixture
 def small_grid(monkeypatch):
-    """Checkpoints every 16 events, and every 4 going back: a conversation of a few
-    hundred events crosses many of them."""
+    """Checkpoints every 16 events, a trail of a savepoint every 2 events over the last
+    6 before the seq asked, 12 at most: a conversation of a few hundred events crosses
+    many of them."""
     monkeypatch.setattr(replay, "CHECKPOINT_EVERY", 16)
-    monkeypatch.setattr(replay, "CHECKPOINT_NEAR", 4)
+    monkeypatch.setattr(replay, "TRAIL_STEP", 2)
+    monkeypatch.setattr(replay, "TRAIL_SPAN", 6)
+    monkeypatch.setattr(replay, "TRAIL_MAX", 12)
 
 
 def afresh(client: Client, conversation: Conversation, seq: int, settings) -> str:
@@ -225,7 +229,7 @@ def test_issue28_the_kept_states_hold_the_log_the_projector_reads_back(user, fre
     replay.moment(conversation, conversation.last_seq)
     [(_rebuilds, _seq, is_held)] = replay.kept.seqs(conversation.pk)
     assert is_held
-    _start, held, _back = replay.kept.take(
+    _start, held = replay.kept.take(
         (connections["default"].settings_dict["NAME"], conversation.pk, 0), conversation.last_seq
     )
     with replay._scratch_database(held.database):
@@ -289,18 +293,59 @@ def test_issue28_a_step_on_another_thread_applies_only_the_events_since(
     assert applied == list(range(seq + 1, seq + 21))
 
 
-def test_issue28_a_step_back_starts_from_a_checkpoint_near_it(
+def test_issue28_a_step_back_on_the_trail_projects_nothing(
     user, monkeypatch, fresh_kept, small_grid
 ):
+    """A moment leaves a savepoint every TRAIL_STEP events over the TRAIL_SPAN before it:
+    the steps back that land there are rollbacks (no event projected, no image
+    restored), a step between two of them projects only the events past the one below."""
     conversation = Conversation.objects.create(owner=user, title="T")
     ingest(conversation, generated_log(random.Random(6)))
     seq = conversation.last_seq - 3
     replay.moment(conversation, seq)
-    replay.moment(conversation, seq - 10)  # from a checkpoint up to CHECKPOINT_EVERY back
     applied = applied_events(monkeypatch)
-    back = replay.moment(conversation, seq - 11)  # the next step back
-    assert seq - 11 - back.projected_from < replay.CHECKPOINT_NEAR
-    assert applied == list(range(back.projected_from + 1, seq - 10))
+    for back in range(seq - replay.TRAIL_STEP, seq - replay.TRAIL_SPAN - 1, -replay.TRAIL_STEP):
+        assert replay.moment(conversation, back).projected_from == back
+    assert applied == []
+    between = seq - replay.TRAIL_SPAN + 1
+    assert replay.moment(conversation, between).projected_from == between - 1
+    assert applied == [between]
+
+
+def test_issue28_the_players_steps_back_retrace_its_steps_forward(
+    user, monkeypatch, fresh_kept, small_grid
+):
+    """Each step forward applies the events since the last and leaves a savepoint: going
+    back over them projects nothing."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(conversation, generated_log(random.Random(12)))
+    seq = conversation.last_seq // 2
+    replay.moment(conversation, seq)
+    applied = applied_events(monkeypatch)
+    forward = [seq + 3 * n for n in range(1, 4)]
+    for step in forward:
+        replay.moment(conversation, step)
+    assert applied == list(range(seq + 1, forward[-1] + 1))
+    applied.clear()
+    for step in [*reversed(forward[:-1]), seq]:
+        assert replay.moment(conversation, step).projected_from == step
+    assert applied == []
+
+
+def test_issue28_a_step_back_past_the_trail_starts_from_a_checkpoint(
+    user, monkeypatch, fresh_kept, small_grid
+):
+    """Below its trail, a moment starts from the checkpoint at or before it (at most
+    CHECKPOINT_EVERY events back), not from the first event."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(conversation, generated_log(random.Random(6)))
+    seq = conversation.last_seq - 3
+    replay.moment(conversation, seq)
+    applied = applied_events(monkeypatch)
+    target = seq - replay.TRAIL_SPAN - 1
+    back = replay.moment(conversation, target)
+    assert 0 < target - back.projected_from <= replay.CHECKPOINT_EVERY
+    assert applied == list(range(back.projected_from + 1, target + 1))
 
 
 def test_issue28_a_reprojected_conversation_is_never_served_its_old_states(user, fresh_kept):
@@ -371,8 +416,37 @@ def test_issue28_a_dropped_scratch_database_is_freed_at_once(user, fresh_kept):
     ingest(conversation, generated_log(random.Random(11), runs=2))
     replay.moment(conversation, conversation.last_seq)
     key = (connections["default"].settings_dict["NAME"], conversation.pk, 0)
-    _start, held, _back = replay.kept.take(key, conversation.last_seq)
+    _start, held = replay.kept.take(key, conversation.last_seq)
     replay.kept.hold(key, held)
     assert held.database.connection is not None
     conversation.delete()
     assert held.database.connection is None
+
+
+def test_issue28_a_scratch_database_answers_like_as_the_real_one_does(user, fresh_kept):
+    """The projector's `startswith` (an AgentSpine run is one named "agentspine-…") is
+    a LIKE: SQLite's ignores ASCII case, PostgreSQL's does not. Scratch databases are
+    SQLite beside both, and answer as the real database does."""
+    conversation = Conversation.objects.create(owner=user, title="T")
+    ingest(
+        conversation,
+        [
+            {"type": "user.message", "run_id": "AGENTSPINE-1", "content": "x"},
+            {"type": "agent.status", "run_id": "AGENTSPINE-1", "status": "running"},
+        ],
+    )
+
+    def agentspine_runs() -> list[str]:
+        return list(
+            Run.objects.filter(run_id__startswith="agentspine-").values_list("run_id", flat=True)
+        )
+
+    real = agentspine_runs()
+    replay.moment(conversation, conversation.last_seq)
+    key = (connections["default"].settings_dict["NAME"], conversation.pk, 0)
+    _start, held = replay.kept.take(key, conversation.last_seq)
+    with replay._scratch_database(held.database):
+        scratch = agentspine_runs()
+    held.close()
+    assert scratch == real
+    assert real == ([] if connections["default"].vendor == "postgresql" else ["AGENTSPINE-1"])
