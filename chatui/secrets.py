@@ -163,83 +163,50 @@ def _substitute(pattern: re.Pattern[str], text: str, scanned: str) -> str:
 
 # -- the head of a long text ------------------------------------------------------------
 
-#: `_KEY_IN_TEXT`'s `\s{0,16}` between `:`/`=` and a quoted value: the only part of any
-#: rule that may take a line break (tests/read/test_mask_head.py checks it stays so).
-SPAN_WHITESPACE = 16
-_QUOTES = "\"'"
-_KEY_MARKS = ":="
-
 
 def mask_head(text: str, chars: int, *, complete: bool = True) -> str | None:
     r"""`mask_text(text)[:chars]` without masking the rest of a long text: exact.
 
-    With `complete=False`, `text` is only the start of a longer text (a prefix read
-    from the database): the answer is then `mask_text(whole)[:chars]` for every text
-    `whole` that starts with `text`, or None when `text` is too short to tell (the
-    caller masks the whole text instead).
+    With `complete=False`, `text` is only the start of a longer text: the answer is
+    then `mask_text(whole)[:chars]` for every text `whole` that starts with `text`, or
+    None when `text` holds no line break after its first `chars` characters.
 
-    Why it is exact: it masks the text up to a *safe cut* and keeps the first `chars`
-    of that. A cut is safe just after a line break that no match of any rule can run
-    across, and then `mask_text(text[:cut])` is the start of `mask_text(text)`: a
-    match's value never holds a line break, every pattern reads across one only with
-    `_KEY_IN_TEXT`'s `\s{0,16}` (from a `:` or `=` to a quoted value), and a match on
-    one side never looks at the other side's characters otherwise (`\b` and `$` see a
-    line break as they see the text's end). So a cut is safe unless the last
-    non-space before it is `:` or `=`, the first non-space after it is a quote, and
-    at most SPAN_WHITESPACE spaces lie between. Masking keeps it safe from rule to
-    rule: a mask starts with `••••`, ends as its secret did or with `•`, and leaves
-    whitespace and line breaks where they were. The `needs` words of a rule skipped
-    on the cut text are in none of its matches there either, and lowercasing (the
-    folded twin) looks no further than the next line break. Without a safe cut (one
-    long line) the whole text is masked.
+    It masks the text up to the first line break after `chars` characters (further on
+    when masks, shorter than their secrets, leave fewer than `chars`) and keeps the
+    first `chars`. Why that is the start of the whole text masked: no secret (a rule's
+    value group) holds a line break, and the only part of any rule that reads across
+    one is `_KEY_IN_TEXT`'s `\s{0,16}` between a key's `:` or `=` and the opening
+    quote of its value — so a match running across the cut masks nothing before it,
+    and leaves no other match there (a key, its `:` and whitespace hold no value).
+    Every other match lies on one side, and ``, `$` and the lookaheads see a line
+    break as they see the text's end. A mask holds no line break, so this holds from
+    rule to rule; a rule skipped for want of its `needs` words has no match before
+    the cut either, and lowercasing (the folded twin) looks no further than the next
+    line break. tests/read/test_mask_head.py proves it on generated texts and fences
+    the patterns' part of it. Without a line break after `chars` (one long line), the
+    whole text is masked.
     """
-    if chars <= 0 or not isinstance(text, str):
-        return "" if chars <= 0 else text
+    if chars <= 0:
+        return ""
     start = chars
     while True:
-        cut = _safe_cut(text, start, complete=complete)
+        cut = _cut_after(text, start, complete=complete)
         if cut is None:
-            return mask_text(text)[:chars] if complete else None
+            return None
         head = mask_text(text[:cut])
         if len(head) >= chars or (complete and cut == len(text)):
             return head[:chars]
-        # Secrets masked shorter than they were: cut further on, at least twice as far.
+        # Masks shorter than their secrets: cut further on, at least twice as far.
         start = cut + max(chars - len(head), cut)
 
 
-def _safe_cut(text: str, start: int, *, complete: bool) -> int | None:
-    """The first safe cut (`mask_head`) at or after `start`: just after a line break,
-    or the text's end when it is complete. None when there is none."""
-    if complete and start >= len(text):
-        return len(text)
+def _cut_after(text: str, start: int, *, complete: bool) -> int | None:
+    """Just after the first line break at or after `start - 1`; else the text's end when
+    it is complete, or None."""
     newline = text.find("\n", max(start, 1) - 1)
-    while newline != -1:
-        cut = newline + 1
-        verdict = _crossable(text, cut, complete=complete)
-        if verdict is False:
-            return cut
-        if verdict is None:  # the text read ends before it can tell
-            return None
-        newline = text.find("\n", cut)
+    if newline != -1:
+        return newline + 1
     return len(text) if complete else None
-
-
-def _crossable(text: str, cut: int, *, complete: bool) -> bool | None:
-    r"""Could `\s{0,16}` run from a `:` or `=` before `cut` (just after a line break)
-    to a quote after it? None: `text` ends before the answer (`complete` False)."""
-    before = cut - 2  # the character before the line break
-    while before >= 0 and cut - 1 - before <= SPAN_WHITESPACE and text[before].isspace():
-        before -= 1
-    if before < 0 or text[before] not in _KEY_MARKS or cut - 1 - before > SPAN_WHITESPACE:
-        return False
-    after = cut
-    while after < len(text) and after - before - 1 <= SPAN_WHITESPACE and text[after].isspace():
-        after += 1
-    if after - before - 1 > SPAN_WHITESPACE:
-        return False
-    if after == len(text):
-        return False if complete else None
-    return text[after] in _QUOTES
 
 
 def mask_value(value: Any) -> Any:

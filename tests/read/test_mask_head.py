@@ -163,17 +163,17 @@ def test_t3_mask_head_without_a_line_break_masks_the_whole_text():
 def test_t3_mask_head_reads_little_of_a_long_log():
     """The point of it: a 900 KB log's 500 characters come from its first lines."""
     text = log(40_000, tag="[7] GET /api token=" + SECRET)
-    cut = secrets._safe_cut(text, 502, complete=True)
+    cut = secrets._cut_after(text, 502, complete=True)
     assert cut is not None and cut < 700
     assert secrets.mask_head(text, 502) == secrets.mask_text(text)[:502]
 
 
 def test_t3_only_a_key_s_whitespace_before_its_quoted_value_may_span_lines():
-    """`mask_head`'s safe cut rests on this: in every rule, only `\\s{0,16}` after a
-    key's `:` or `=` reads a line break (negated classes exclude `\\s` or `\\n`, `.` is
-    not DOTALL, a lookahead reads one character). A rule that reads one elsewhere must be
-    taught to `_crossable` first."""
-    span = f"\\s{{0,{secrets.SPAN_WHITESPACE}}}"
+    """`mask_head` rests on this: no rule's value holds a line break, and only a key's
+    `\\s{0,16}`, between its `:` or `=` and its value's opening quote, reads one (every
+    other class excludes it, `.` is not DOTALL, the lookahead after a bare value reads
+    one character). A rule that reads one elsewhere breaks `mask_head`'s proof."""
+    span = "\\s{0,16}"
     a_class = re.compile(r"\[(?:\\.|[^\]\\])*\]")
     one_ahead = re.compile(r"\(\?=\[(?:\\.|[^\]\\])*\]\|\$\)")
     for rule in secrets._RULES:
