@@ -146,9 +146,7 @@ def test_t3_revealed_a_long_result_shows_what_it_showed(conversation):
 
 
 def test_t3_an_error_with_a_long_text_shows_what_it_showed(conversation):
-    message = tool(
-        conversation, "err", f"token={SECRET}\n" + lines(8000), details={"exit_code": 2}
-    )
+    message = tool(conversation, "err", f"token={SECRET}\n" + lines(8000), details={"exit_code": 2})
     assert message.tool_status == "error"
     now, before = presented(message), presented(message, whole=True)
     assert now.error == before.error and SECRET not in now.error
