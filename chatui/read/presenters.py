@@ -922,7 +922,8 @@ def _long_text(message: Message) -> str | None:
     limit = max(LONG_RESULT_CHARS, inline_chars())
     if len(message.content) <= limit:
         return None
-    text = _normalise_text(message.content)
+    text = message.content  # `_normalise_text`, cheaper for a text without "\r"
+    text = _normalise_text(text) if "\r" in text else text.rstrip()
     return text if len(text) > limit else None  # not when it is mostly trailing space
 
 
@@ -932,7 +933,9 @@ def _shown_heads(message: Message, display: Display) -> tuple[dict[str, Any], st
     shows of them, G4's block and the start of the Details (the whole is fetched on
     demand, and masked whole there: chatui.web.tool_text_views). T3 holds: `mask_head`
     is exactly the start of the whole text masked, for every rule. Also the size of
-    the Details' JSON string of the whole `tool_result` when only its head is kept."""
+    the Details' JSON string of the whole `tool_result` when only its head is kept: its
+    bytes as stored and its escaped line feeds (other escapes, rarer, and masking's
+    few bytes not counted: encoding it costs more than the rest of the entry)."""
     metadata = message.metadata or {}
     result = metadata.get("tool_result")
     long_result = isinstance(result, str) and len(result) > SHOWN_HEAD_CHARS
@@ -942,7 +945,7 @@ def _shown_heads(message: Message, display: Display) -> tuple[dict[str, Any], st
     result_size = None
     if long_result:
         meta = {**meta, "tool_result": _shown_head(result, display)}
-        result_size = len(json.encoder.encode_basestring(result).encode())
+        result_size = len(result.encode()) + result.count("\n") + 2
     return meta, _shown_head(message.content, display), result_size
 
 
