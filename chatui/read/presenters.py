@@ -945,7 +945,7 @@ def _shown_heads(message: Message, display: Display) -> tuple[dict[str, Any], st
     result_size = None
     if long_result:
         meta = {**meta, "tool_result": _shown_head(result, display)}
-        result_size = len(result.encode()) + result.count("\n") + 2
+        result_size = _utf8_size(result) + result.count("\n") + 2
     return meta, _shown_head(message.content, display), result_size
 
 
@@ -965,7 +965,7 @@ def _long_result(head: str, text: str) -> ResultView:
         head = head[:-1]
     lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # not stripped: cut
     shown = "\n".join(lines[:RESULT_BLOCK_LINES])
-    size = human_size(len(text.encode()))
+    size = human_size(_utf8_size(text))
     if len(shown) > RESULT_BLOCK_CHARS:
         shown, note = shown[:RESULT_BLOCK_CHARS], f"{ELLIPSIS} (truncated, {size})"
     else:
@@ -974,6 +974,11 @@ def _long_result(head: str, text: str) -> ResultView:
     return ResultView(
         neutralise(shown), inline=False, note=note, truncated=True, full_size=size, deferred=True
     )
+
+
+def _utf8_size(text: str) -> int:
+    """`len(text.encode())` without encoding an ASCII text (Python knows it is one)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def inline_chars() -> int:
