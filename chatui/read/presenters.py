@@ -860,8 +860,9 @@ def _present_entry(
     # tool ends (G5).
     if status in PENDING:
         result = None
-    elif long is not None:
+    elif long is not None and len(content) == SHOWN_HEAD_CHARS:
         result = _long_result(content, long)
+    # else a long text whose secrets masked it shorter than its head: `content` is it all
     else:
         result = present_result(content or (error_text or ""))
     details, args_text = _details_json(meta), _args_text(meta)

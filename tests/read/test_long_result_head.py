@@ -153,6 +153,14 @@ def test_t3_an_error_with_a_long_text_shows_what_it_showed(conversation):
     assert now.result.text == before.result.text
 
 
+def test_t3_a_long_result_that_masks_short_shows_what_it_showed(conversation):
+    """One 100 KB secret masks to a few characters: shown inline, as before."""
+    message = tool(conversation, "one", "token=" + "x" * 100_000)
+    now, before = presented(message), presented(message, whole=True)
+    assert now.result == before.result and now.result.inline
+    assert now.result.text == "token=••••xxxx"
+
+
 def test_g4_a_long_result_that_is_mostly_trailing_space_is_not_long(conversation):
     """G4 reads the text without its trailing whitespace: a short one inline."""
     message = tool(conversation, "pad", "all fine" + " " * 100_000)
