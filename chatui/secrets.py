@@ -161,6 +161,54 @@ def _substitute(pattern: re.Pattern[str], text: str, scanned: str) -> str:
     return "".join(parts)
 
 
+# -- the head of a long text ------------------------------------------------------------
+
+
+def mask_head(text: str, chars: int, *, complete: bool = True) -> str | None:
+    r"""`mask_text(text)[:chars]` without masking the rest of a long text: exact.
+
+    With `complete=False`, `text` is only the start of a longer text: the answer is
+    then `mask_text(whole)[:chars]` for every text `whole` that starts with `text`, or
+    None when `text` holds no line break after its first `chars` characters.
+
+    It masks the text up to the first line break after `chars` characters (further on
+    when masks, shorter than their secrets, leave fewer than `chars`) and keeps the
+    first `chars`. Why that is the start of the whole text masked: no secret (a rule's
+    value group) holds a line break, and the only part of any rule that reads across
+    one is `_KEY_IN_TEXT`'s `\s{0,16}` between a key's `:` or `=` and the opening
+    quote of its value — so a match running across the cut masks nothing before it,
+    and leaves no other match there (a key, its `:` and whitespace hold no value).
+    Every other match lies on one side, and ``, `$` and the lookaheads see a line
+    break as they see the text's end. A mask holds no line break, so this holds from
+    rule to rule; a rule skipped for want of its `needs` words has no match before
+    the cut either, and lowercasing (the folded twin) looks no further than the next
+    line break. tests/read/test_mask_head.py proves it on generated texts and fences
+    the patterns' part of it. Without a line break after `chars` (one long line), the
+    whole text is masked.
+    """
+    if chars <= 0:
+        return ""
+    start = chars
+    while True:
+        cut = _cut_after(text, start, complete=complete)
+        if cut is None:
+            return None
+        head = mask_text(text[:cut])
+        if len(head) >= chars or (complete and cut == len(text)):
+            return head[:chars]
+        # Masks shorter than their secrets: cut further on, at least twice as far.
+        start = cut + max(chars - len(head), cut)
+
+
+def _cut_after(text: str, start: int, *, complete: bool) -> int | None:
+    """Just after the first line break at or after `start - 1`; else the text's end when
+    it is complete, or None."""
+    newline = text.find("\n", max(start, 1) - 1)
+    if newline != -1:
+        return newline + 1
+    return len(text) if complete else None
+
+
 def mask_value(value: Any) -> Any:
     """Decoded JSON with secrets masked: by key name, then by the text rules.
     Iterative over containers' children via recursion bounded by ingest's depth limit."""

@@ -59,6 +59,7 @@ from chatui.ingest.values import (
 )
 from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Message, Role, StatusType, ToolStatus
+from chatui.secrets import mask_head
 from chatui.text import (
     ELLIPSIS,
     TOOL_NAME_CHARS,
@@ -87,6 +88,14 @@ OUTPUT_TAIL_CHARS = 1000
 ERROR_CHARS = 500
 KIND_VALUE_CHARS = 200
 KIND_PREVIEW_LINES = 3
+#: A finished tool's result text longer than this (and than the page's inline bound)
+#: is "long": the page shows its head and fetches the rest on demand, so only the head
+#: is masked (`_shown_heads`, issue 28). Far above the inline bound (16 KiB), which no
+#: such text fits however its secrets' masks shorten it.
+LONG_RESULT_CHARS = 64 * 1024
+#: Masked characters of a long text the page shows from: the G4 block (8 lines, 500
+#: characters) and the start of the Details JSON (G8), with room for "\r\n" breaks.
+SHOWN_HEAD_CHARS = 1024
 # Deeper nesting than this is shown flat under the deepest level: the page and
 # the recursion both stay bounded whatever parent ids a runtime sends.
 MAX_NESTING_DEPTH = 6
@@ -829,9 +838,14 @@ def _present_entry(
     bounded: bool = True,
 ) -> ToolEntryView:
     # T3: secrets are masked here (unless `display` reveals them), the one place tool
-    # text becomes presentable.
-    meta, content = display.message_text(message.role, message.metadata or {}, message.content)
+    # text becomes presentable. Of a long result, only the head the page shows is.
     status = str(message.tool_status or ToolStatus.RUNNING)
+    long = _long_text(message) if bounded and status not in PENDING else None
+    result_size = None  # a long string result's size when the entry holds only its head
+    if long is None:
+        meta, content = display.message_text(message.role, message.metadata or {}, message.content)
+    else:
+        meta, content, result_size = _shown_heads(message, display)
     no_result = status in PENDING and bool(meta.get("no_result_recorded"))
     pending = status in PENDING and not no_result  # T2: no timer once its run ended
     # G15 one honest outcome: details saying exit ≠ 0 or HTTP ≥ 400 fail the entry even
@@ -844,12 +858,23 @@ def _present_entry(
     call = neutralise(call_line(message.tool_name, meta.get("args"), meta.get("args_summary")))
     # The display text of docs/events.md#canonical-messages is `content`; nothing is shown until the
     # tool ends (G5).
-    result = None if status in PENDING else present_result(content or (error_text or ""))
+    if status in PENDING:
+        result = None
+    elif long is not None and len(content) == SHOWN_HEAD_CHARS:
+        result = _long_result(content, long)
+    # else a long text whose secrets masked it shorter than its head: `content` is it all
+    else:
+        result = present_result(content or (error_text or ""))
     details, args_text = _details_json(meta), _args_text(meta)
+    details_size = None
+    if details is not None and result_size is not None:
+        # The Details hold the result's head: their size is the whole one's.
+        head_size = len(json.encoder.encode_basestring(meta["tool_result"]).encode())
+        details_size = len(details.encode()) - head_size + result_size
     left_out: dict[str, Any] = {}
     if bounded:
         result, details, args_text, left_out = _bounded(
-            message, result, details, args_text, shows_result=not is_error
+            message, result, details, args_text, shows_result=not is_error, whole=details_size
         )
     started = message.timestamp
     return ToolEntryView(
@@ -879,7 +904,7 @@ def _present_entry(
         updated_seq=message.updated_seq,
         is_skipped=status == ToolStatus.SKIPPED,
         no_result=no_result,
-        preview_note=_preview_note(meta, content),
+        preview_note=_preview_note(meta, content if long is None else message.content),
         pks=(message.pk,),
         args_text=args_text,
         failure=failure,
@@ -887,6 +912,74 @@ def _present_entry(
         **left_out,
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
+
+
+# -- long results (issue 28, finding 4) ---------------------------------------------
+
+
+def _long_text(message: Message) -> str | None:
+    """A finished tool's result text as G4 reads it (`_normalise_text`), when it is too
+    long for any page to inline (LONG_RESULT_CHARS, and the page's inline bound)."""
+    limit = max(LONG_RESULT_CHARS, inline_chars())
+    if len(message.content) <= limit:
+        return None
+    text = message.content  # `_normalise_text`, cheaper for a text without "\r"
+    text = _normalise_text(text) if "\r" in text else text.rstrip()
+    return text if len(text) > limit else None  # not when it is mostly trailing space
+
+
+def _shown_heads(message: Message, display: Display) -> tuple[dict[str, Any], str, int | None]:
+    """A long result's message as `display.message_text` shows it, but of its content
+    and of a long string `tool_result` only their first SHOWN_HEAD_CHARS: all the page
+    shows of them, G4's block and the start of the Details (the whole is fetched on
+    demand, and masked whole there: chatui.web.tool_text_views). T3 holds: `mask_head`
+    is exactly the start of the whole text masked, for every rule. Also the size of
+    the Details' JSON string of the whole `tool_result` when only its head is kept: its
+    bytes as stored and its escaped line feeds (other escapes, rarer, and masking's
+    few bytes not counted: encoding it costs more than the rest of the entry)."""
+    metadata = message.metadata or {}
+    result = metadata.get("tool_result")
+    long_result = isinstance(result, str) and len(result) > SHOWN_HEAD_CHARS
+    if long_result:
+        metadata = {key: value for key, value in metadata.items() if key != "tool_result"}
+    meta, _ = display.message_text(message.role, metadata, "")
+    result_size = None
+    if long_result:
+        meta = {**meta, "tool_result": _shown_head(result, display)}
+        result_size = _utf8_size(result) + result.count("\n") + 2
+    return meta, _shown_head(message.content, display), result_size
+
+
+def _shown_head(text: str, display: Display) -> str:
+    if not display.mask_secrets:
+        return text[:SHOWN_HEAD_CHARS]
+    return mask_head(text, SHOWN_HEAD_CHARS)
+
+
+def _long_result(head: str, text: str) -> ResultView:
+    """G4 for a long result: the block `present_result` shows of the whole text masked
+    (its first 8 lines, at most 500 characters), from the masked head; the note counts
+    the lines and size of the text as stored (`text`, normalised): masking keeps line
+    breaks (a carriage return inside a quoted secret aside) and changes a secret's few
+    bytes. The whole is beyond the page's inline bound: fetched on demand (G16)."""
+    if head.endswith("\r"):  # maybe half of a "\r\n": the line ends in the next character
+        head = head[:-1]
+    lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # not stripped: cut
+    shown = "\n".join(lines[:RESULT_BLOCK_LINES])
+    size = human_size(_utf8_size(text))
+    if len(shown) > RESULT_BLOCK_CHARS:
+        shown, note = shown[:RESULT_BLOCK_CHARS], f"{ELLIPSIS} (truncated, {size})"
+    else:
+        hidden = text.count("\n") + 1 - RESULT_BLOCK_LINES
+        note = f"{ELLIPSIS} ({hidden} more line{'' if hidden == 1 else 's'})"
+    return ResultView(
+        neutralise(shown), inline=False, note=note, truncated=True, full_size=size, deferred=True
+    )
+
+
+def _utf8_size(text: str) -> int:
+    """`len(text.encode())` without encoding an ASCII text (Python knows it is one)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def inline_chars() -> int:
@@ -902,13 +995,16 @@ def _bounded(
     args_text: str | None,
     *,
     shows_result: bool,
+    whole: int | None = None,
 ) -> tuple[ResultView | None, str | None, str | None, dict[str, Any]]:
     """P3, a page's size bound (issue 28): the texts an entry inlines in full — its
     result text (G16), Copy args' text and the Details JSON (G8, which repeats both) —
     share one budget of `inline_chars()`. Kept in that order, each whole or not at all;
     one left out is fetched when the reader opens or copies it, so a page of 200 entries
     stays a few MB whatever the results (before: 60 results of 900 KB, a 108 MB page).
-    The Details left out keep a short preview; the result's is its cut block (G4)."""
+    The Details left out keep a short preview; the result's is its cut block (G4).
+    `whole`: the Details' size in bytes when `details` holds only the head of a long
+    result (`_shown_heads`): then they are left out whatever the budget."""
     budget = inline_chars()
     left_out: dict[str, Any] = {}
     if result is not None and result.full_text is not None:
@@ -922,8 +1018,8 @@ def _bounded(
             budget -= len(args_text)
         else:
             args_text, left_out["args_deferred"] = None, True
-    if details is not None and len(details) > budget:
-        left_out["details_size"] = human_size(len(details.encode()))
+    if details is not None and (len(details) > budget or whole is not None):
+        left_out["details_size"] = human_size(len(details.encode()) if whole is None else whole)
         details = truncate_block(details)[0]
     if left_out or (result is not None and result.deferred):
         url = reverse("chatui:tool-text", args=[message.conversation_id, message.pk, "output"])
