@@ -33,6 +33,18 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 
+#: Keys that count a model's tokens (`max_tokens`, `input_tokens`, `total_tokens`): "token"
+#: makes them sound secret, but a whole number under them is a count, shown as it is. A
+#: string under them, and a number under a singular `token`, are still secrets.
+_TOKEN_COUNT_KEY = re.compile(r"tokens(?![a-z])", re.IGNORECASE)
+
+
+def _is_token_count(key: str, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return _TOKEN_COUNT_KEY.search(key) is not None
+
+
 #: A value in text under a secret-sounding key, by the same key rule as `mask_value`:
 #: the key (SECRET_KEY's word and the rest of its name, closed by a quote in JSON or a
 #: Python repr), then `:` or `=`, then the value — a quoted string whole (JSON's `\"`
@@ -153,6 +165,9 @@ def _substitute(pattern: re.Pattern[str], text: str, scanned: str) -> str:
         secret = text[start:end]
         if _ALREADY_MASKED.fullmatch(secret):
             continue
+        if name in ("assigned", "bare") and secret.isdigit():
+            if _is_token_count(scanned[found.start() : start], int(secret)):
+                continue
         parts += (text[done:start], mask_secret(secret))
         done = end
     if not parts:
@@ -219,7 +234,12 @@ def mask_value(value: Any) -> Any:
     if isinstance(value, dict):
         masked = {}
         for key, item in value.items():
-            if isinstance(key, str) and SECRET_KEY.search(key) and item not in (None, "", [], {}):
+            if (
+                isinstance(key, str)
+                and SECRET_KEY.search(key)
+                and item not in (None, "", [], {})
+                and not _is_token_count(key, item)
+            ):
                 secret = item if isinstance(item, str) else str(item)
                 masked[key] = secret if _ALREADY_MASKED.fullmatch(secret) else mask_secret(secret)
             else:

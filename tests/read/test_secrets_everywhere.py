@@ -178,3 +178,19 @@ def test_t3_a_text_masked_again_comes_from_the_cache_and_long_texts_are_masked_t
     long = "x" * CACHED_MASK_CHARS + " token=sk-live-0123456789abcdef0123"
     assert "0123456789abcdef" not in mask_text(long)
     assert mask_text(long).startswith("x" * CACHED_MASK_CHARS)
+
+
+def test_t3_token_counts_are_shown_and_tokens_stay_masked():
+    """`max_tokens`, `input_tokens`, … count a model's tokens: a whole number under them
+    is shown, in decoded JSON and in text alike; a string under them, or any value under
+    a singular `token`, is still masked."""
+    from chatui.secrets import mask_text, mask_value
+
+    usage = {"max_tokens": 4096, "usage": {"input_tokens": 1234, "total_tokens": 99999}}
+    assert mask_value(usage) == usage
+    assert mask_text(json.dumps(usage)) == json.dumps(usage)
+    assert mask_text("max_tokens=4096 output_tokens: 8192") == "max_tokens=4096 output_tokens: 8192"
+    masked = mask_value({"tokens": "abcdefghijkl", "token": 1234567890, "max_tokens": True})
+    assert masked == {"tokens": "••••ijkl", "token": "••••7890", "max_tokens": "••••"}
+    assert mask_text('{"token": 1234567890}') == '{"token": ••••7890}'
+    assert mask_text('max_tokens="abcdefghijkl"') == 'max_tokens="••••ijkl"'
