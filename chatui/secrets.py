@@ -165,9 +165,9 @@ def _substitute(pattern: re.Pattern[str], text: str, scanned: str) -> str:
         secret = text[start:end]
         if _ALREADY_MASKED.fullmatch(secret):
             continue
-        if name in ("assigned", "bare") and secret.isdigit():
-            if _is_token_count(scanned[found.start() : start], int(secret)):
-                continue
+        counted = name in ("assigned", "bare") and secret.isascii() and secret.isdigit()
+        if counted and _is_token_count(scanned[found.start() : start], int(secret)):
+            continue
         parts += (text[done:start], mask_secret(secret))
         done = end
     if not parts:

@@ -194,3 +194,4 @@ def test_t3_token_counts_are_shown_and_tokens_stay_masked():
     assert masked == {"tokens": "••••ijkl", "token": "••••7890", "max_tokens": "••••"}
     assert mask_text('{"token": 1234567890}') == '{"token": ••••7890}'
     assert mask_text('max_tokens="abcdefghijkl"') == 'max_tokens="••••ijkl"'
+    assert mask_text("max_tokens=²²²²") == "max_tokens=••••"  # digits, but not a count
