@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from chatui.ingest.dialects import agui
-from chatui.models import Event, Message, Role, ToolStatus
+from chatui.models import POSITION_STRIDE, Event, Message, Role, Run, ToolStatus, position_for
 
 from .values import MAX_TOKENS
 
@@ -301,6 +301,24 @@ class AguiProjection:
         self._fail(message, fields["error"], event)
         self._link_attempts(message, event)
 
+    def _agui_run_error(self, event: Event, fields: dict[str, Any]) -> None:
+        """RUN_ERROR carries the exception that ended the run: the calls still running
+        when it came are errors with its text (G6); queued ones never ran and show "no
+        result recorded" (T2)."""
+        if not event.run_id or self._run_has_ended(event.run_id):
+            return
+        self.flush()
+        running = Message.objects.filter(
+            conversation=self.conversation,
+            role=Role.TOOL,
+            run_id=event.run_id,
+            tool_status=ToolStatus.RUNNING,
+        ).order_by("position")
+        for row in running:
+            message = self._held(row)
+            if message.tool_status == ToolStatus.RUNNING:
+                self._fail(message, fields["error"], event)
+
     def _fail(self, message: Message, error: str, event: Event) -> None:
         """G6: the entry is an error with `error` as its text, whatever it showed before."""
         message.metadata["tool_error"] = error
@@ -476,7 +494,8 @@ class AguiProjection:
     def _agui_reconcile(self, event: Event, fields: dict[str, Any]) -> None:
         """Add what the stream did not deliver — user messages, assistant texts, calls and
         their results — matched by message id and `toolCallId`; a tool message with an
-        error completes its call as an error. Nothing shown is removed."""
+        error completes its call as an error; arguments the stream garbled are read from
+        the snapshot. Nothing shown is removed."""
         messages = fields["messages"]
         names = {
             call["id"]: call["name"]
@@ -492,9 +511,12 @@ class AguiProjection:
             elif role == "assistant":
                 assistant_id = self._reconcile_text(event, message, Role.ASSISTANT, index)
                 for position, call in enumerate(message["tool_calls"]):
-                    if self._tool(call["id"]) is None:
+                    entry = self._tool(call["id"])
+                    if entry is None:
                         self._queue_tool_call(event, assistant_id, position, call)
                         added_calls = True
+                    else:
+                        self._reconcile_args(event, entry, call)
             elif role == "tool":
                 self._reconcile_result(event, message, names.get(message["tool_call_id"], "tool"))
         if added_calls and self._run_has_ended(event.run_id):
@@ -512,10 +534,43 @@ class AguiProjection:
             .exists()
         ):
             return message_id  # delivered under another id (the stream's, the composer's)
-        self._create(event, message_id, role, content=content)
+        created = self._create(event, message_id, role, content=content)
         if role == Role.USER:
             self._title_from_user(Role.USER, content)
+            self._place_at_run_start(created, event)
         return message_id
+
+    def _place_at_run_start(self, message: Message, event: Event) -> None:
+        """A user message only a snapshot names (a runtime tees its stream, and the user's
+        words were never in it) goes where its run began, not after the run's answer;
+        viewers get the transcript afresh."""
+        started = Run.objects.filter(
+            conversation=self.conversation, run_id=event.run_id, started_seq__lt=event.seq
+        ).values_list("started_seq", flat=True)
+        start = started.first() if event.run_id else None
+        if start is None:
+            return
+        self.flush()
+        top = position_for(start + 1, 0) - 1
+        taken = Message.objects.filter(
+            conversation=self.conversation,
+            position__gt=position_for(start, POSITION_STRIDE // 2),
+            position__lte=top,
+        ).count()
+        message.position = top - taken
+        message.save(update_fields=["position"])
+        self.changes.full_refresh = True
+
+    def _reconcile_args(self, event: Event, entry: Message, call: dict[str, Any]) -> None:
+        """The snapshot's arguments where the stream's did not parse (ag-ui-langgraph sends
+        a call's first piece of arguments only inside its start)."""
+        meta = entry.metadata
+        if "args" in meta or "args_text" in meta or "args" not in call:
+            return
+        meta["args"] = call["args"]
+        meta.pop("args_summary", None)
+        self._save(entry, event)
+        self._link_attempts(entry, event)
 
     def _reconcile_result(self, event: Event, message: dict[str, Any], name: str) -> None:
         call_id = message["tool_call_id"]
@@ -532,6 +587,9 @@ class AguiProjection:
         elif error and entry.tool_status == ToolStatus.SUCCESS:
             self._fail(entry, error, event)
             self._link_attempts(entry, event)
+        elif error and entry.tool_status == ToolStatus.ERROR and entry.content == agui.TOOL_FAILED:
+            entry.metadata.setdefault("tool_result", message["result"])
+            self._fail(entry, error, event)  # the error's text, known now
 
 
 def _iso(moment: datetime) -> str:

@@ -421,6 +421,8 @@ def _run_error(event: dict[str, Any]) -> list[Op]:
     if usage:
         ops.append(("agui.usage", usage))
     text = f"{message} ({code})" if code else message
+    # The exception ended the calls it interrupted (G6), not only the run.
+    ops.append(("agui.run_error", {"error": text}))
     ops.append(("agent.status", {"status": "failed", "error_message": text}))
     return ops
 
@@ -668,11 +670,20 @@ def _raw(event: dict[str, Any]) -> list[Op]:
     if not call_id:
         return []
     error = data.get("error")
-    text = error if isinstance(error, str) else json.dumps(error, default=str)[:2000]
-    return [("agui.tool_error", {"tool_call_id": call_id, "error": text or "tool failed"})]
+    text = error if isinstance(error, str) else ""
+    if not text and isinstance(error, dict) and isinstance(error.get("message"), str):
+        text = error["message"]
+    # LangGraph serialises the exception as {} : the error's text comes with the snapshot.
+    return [("agui.tool_error", {"tool_call_id": call_id, "error": text.strip() or TOOL_FAILED})]
+
+
+#: An error known to have happened, whose text is not known (yet): a snapshot's replaces it.
+TOOL_FAILED = "tool failed"
 
 
 def _raw_tool_call_id(data: dict[str, Any]) -> str:
+    if isinstance(data.get("tool_call_id"), str):
+        return data["tool_call_id"]
     tool_input = data.get("input")
     if isinstance(tool_input, dict):
         for key in ("tool_call_id", "id"):
