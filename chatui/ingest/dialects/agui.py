@@ -771,14 +771,25 @@ def snapshot_messages(messages: list[Any]) -> list[dict[str, Any]]:
                 continue
             entry["tool_call_id"] = call_id
             entry["result"] = result_value(message.get("content"))
-            error = message.get("error")
-            if message.get("status") == "error" and not isinstance(error, str):
-                error = _content_text(message.get("content")) or "tool failed"
-            entry["error"] = error if isinstance(error, str) and error else None
+            entry["error"] = _tool_error(message)
         else:
             continue
         plain.append(entry)
     return plain
+
+
+def _tool_error(message: dict[str, Any]) -> str | None:
+    """A tool message's error text, or None when it succeeded. ag-ui-langgraph sets
+    `error` to the bare word "error" (its status) and keeps the text in `content`; a
+    LangChain message in a state says `status: "error"`."""
+    error = message.get("error")
+    failed = (isinstance(error, str) and error.strip()) or message.get("status") == "error"
+    if not failed:
+        return None
+    text = _content_text(message.get("content")).strip()
+    if isinstance(error, str) and error.strip() and (" " in error.strip() or not text):
+        return error
+    return text or (error if isinstance(error, str) and error.strip() else TOOL_FAILED)
 
 
 def _content_text(content: Any) -> str:
