@@ -40,7 +40,7 @@ def shown(client: Client, conversation: Conversation) -> str:
     response = client.get(f"/c/{conversation.pk}/transcript")
     assert response.status_code == 200
     html = response.content.decode().replace(str(conversation.pk), "#")
-    return re.sub(r'(["#\s])([a-z]+)-\d+\b', r'\1\2-N', html)
+    return re.sub(r'(["#\s])([a-z]+)-\d+\b', r"\1\2-N", html)
 
 
 @pytest.fixture
