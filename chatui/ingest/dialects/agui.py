@@ -40,6 +40,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import jsonpatch
+import jsonpointer
 from ag_ui.core import Event as AguiEvent
 from ag_ui.core import EventType
 from django.conf import settings
@@ -280,6 +282,21 @@ def _timestamp(value: Any, index: int) -> datetime | None:
 
 def epoch_ms(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+# -- the agent's state, as of any event (the admin shows it) ------------------------------
+
+
+def state_after(snapshot: Any, deltas: list[Any]) -> tuple[Any, str]:
+    """The state a STATE_SNAPSHOT gave, with the JSON Patches of the STATE_DELTAs after
+    it applied in order (AG-UI's own rule); and why it stops being known, or ""."""
+    state = snapshot
+    for number, patch in enumerate(deltas, start=1):
+        try:
+            state = jsonpatch.apply_patch(state, patch, in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError) as e:
+            return state, f"STATE_DELTA {number} after the snapshot does not apply: {e}"
+    return state, ""
 
 
 # -- SSE: the text an agent streams ----------------------------------------------------
