@@ -474,13 +474,20 @@ class Projector(AguiProjection):
         of a read and a write (most single-event requests: docs/PERFORMANCE.md#p2, #p5). Applies it
         and says True only then — the same rows and the same changes as `_append` —
         else nothing was changed and the event goes the usual way."""
-        if self._empty or event.type != "agent.message.delta" or "dialect" in event.payload:
+        if self._empty:
+            return False
+        if event.type == "agent.message.delta" and "dialect" not in event.payload:
+            message_id, text = event.payload["message_id"], event.payload["delta"]
+        elif event.type == "agui.TEXT_MESSAGE_CONTENT" and event.payload.get("delta"):
+            # docs/events.md#ag-ui: the same append (an AG-UI text of another role, or
+            # one not shown streaming yet, is not found here and goes the usual way).
+            message_id, text = event.payload["messageId"], event.payload["delta"]
+        else:
             return False
         pk = self.conversation.pk
         if event.run_id and not known_runs.among(pk, {event.run_id}):
             return False
-        text = event.payload["delta"]
-        message_pk = APPEND_TO_STREAMING.run(pk, event.payload["message_id"], text, event.seq)
+        message_pk = APPEND_TO_STREAMING.run(pk, message_id, text, event.seq)
         if message_pk is None:
             return False
         self.changes.changed[message_pk] = event.seq
