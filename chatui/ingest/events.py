@@ -74,7 +74,8 @@ APPROVAL_EVENT_TYPES = ("agent.tool.approval_requested", "tool.approval")
 #: and its expiry (`approval-…`, chatui.ingest.approvals), the composer's user messages
 #: (`compose-…`, chatui.web.views), imported transcripts (`import:…`, chatui.importers), and a
 #: built-in agent's run — its events and those that end it on Stop or when its worker is
-#: lost (`run_<16 hex digits>.…`, chatui.agents). A runtime that took one first would
+#: lost (`run_<16 hex digits>.…`, chatui.agents), and AG-UI events' derived ids (`agui:…`,
+#: chatui.ingest.dialects.agui). A runtime that took one first would
 #: turn chatui's own write into a 409 — an approval nobody could decide and that never
 #: expires — so a runtime posting one gets 400 (docs/SECURITY.md).
 RESERVED_EVENT_ID = re.compile(r"approval-|compose-|import:|agui:|run_[0-9a-f]{16}\.")
@@ -246,8 +247,8 @@ def refuse_server_only(events: list[NormalisedEvent]) -> None:
         if event.event_id is not None and RESERVED_EVENT_ID.match(event.event_id):
             raise EventError(
                 f"event_id '{event.event_id[:80]}' is in chatui's reserved space (ids beginning "
-                "'approval-', 'compose-', 'import:' or 'run_' and 16 hex digits and '.' are "
-                "chatui's own); choose another",
+                "'approval-', 'compose-', 'import:', 'agui:' or 'run_' and 16 hex digits and "
+                "'.' are chatui's own); choose another",
                 index=event.index,
                 field="event_id",
             )
