@@ -57,7 +57,7 @@ from chatui.ingest.values import (
     contract_number,
     details_failure,
 )
-from chatui.ingest.visibility import is_assistant_shown
+from chatui.ingest.visibility import is_assistant_shown, shows_reasoning
 from chatui.models import Message, Role, StatusType, ToolStatus
 from chatui.text import (
     ELLIPSIS,
@@ -1619,19 +1619,10 @@ def present_assistant(
     )
 
 
-def has_reasoning(message: Message) -> bool:
-    """R6: the message carries the model's reasoning (or says it reasoned, encrypted)."""
-    meta = message.metadata or {}
-    reasoning = meta.get("reasoning")
-    return isinstance(reasoning, str) and (
-        bool(reasoning.strip()) or bool(meta.get("reasoning_encrypted"))
-    )
-
-
 def _reasoning(message: Message) -> dict[str, Any]:
     """R6: "Thinking…" while it streams, "Thought for 4 s" after (or "Thought" when its
     length is not known); encrypted reasoning shows only that it happened."""
-    if not has_reasoning(message):
+    if not shows_reasoning(message):
         return {}
     meta = message.metadata or {}
     encrypted = bool(meta.get("reasoning_encrypted")) and not meta["reasoning"].strip()
@@ -1767,7 +1758,7 @@ def present_transcript(
             if message.pk in shown:  # hidden assistant messages do not split a batch
                 flush()
                 items.append(present_assistant(message, metas.get(message.pk)))
-            elif has_reasoning(message):  # R6: the reasoning shows, the blank answer not
+            elif shows_reasoning(message):  # R6: the reasoning shows, the blank answer not
                 flush()
                 items.append(present_assistant(message, shows_text=False))
         elif message.role == Role.USER:
