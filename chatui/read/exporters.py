@@ -107,30 +107,13 @@ def masked_message(data: dict[str, Any]) -> dict[str, Any]:
     return masked
 
 
-#: docs/events.md#ag-ui: an AG-UI event's fields that hold no tool text (ids, names, its time);
-#: every other field may (arguments, results, snapshots, state, RAW's framework event).
-AGUI_PLAIN_FIELDS = frozenset(
-    {"type", "timestamp", "threadId", "runId", "parentRunId", "messageId", "toolCallId",
-     "toolCallName", "parentMessageId", "role", "stepName", "entityId", "subtype",
-     "subagentRunId", "parentToolCallId", "event_id", "protocolVersion"}
-)  # fmt: skip
-#: AG-UI events whose `delta` is the answer's or the reasoning's text, as a native
-#: `agent.message.delta` is: shown as it is.
-AGUI_TEXT_EVENTS = frozenset(
-    {"TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK", "REASONING_MESSAGE_CONTENT",
-     "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT"}
-)  # fmt: skip
-
-
 def masked_event(data: dict[str, Any]) -> dict[str, Any]:
     """T3: an exported event with the secrets in its tool text, its progress or status
     line and a failed run's `error_message` masked."""
     kind = data.get("type")
     if kind in agui.TYPES:
         return {
-            key: value
-            if key in AGUI_PLAIN_FIELDS or (key == "delta" and kind in AGUI_TEXT_EVENTS)
-            else mask_value(value)
+            key: value if agui.holds_no_tool_text(kind, key) else mask_value(value)
             for key, value in data.items()
         }
     masked = {

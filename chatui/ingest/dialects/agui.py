@@ -284,6 +284,27 @@ def epoch_ms(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
+# -- what of an event is tool text (T3: masked in exports and the admin) ------------------
+
+#: The fields that hold no tool text (ids, names, time); every other may (arguments,
+#: results, snapshots, state, RAW's framework event).
+_PLAIN_FIELDS = frozenset(
+    {"type", "timestamp", "threadId", "runId", "parentRunId", "messageId", "toolCallId",
+     "toolCallName", "parentMessageId", "role", "stepName", "entityId", "subtype",
+     "subagentRunId", "parentToolCallId", "event_id", "protocolVersion"}
+)  # fmt: skip
+#: Events whose `delta` is the answer's or the reasoning's text (shown as a native
+#: `agent.message.delta` is).
+_TEXT_DELTAS = frozenset(
+    {"TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK", "REASONING_MESSAGE_CONTENT",
+     "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT"}
+)  # fmt: skip
+
+
+def holds_no_tool_text(agui_type: str, field: str) -> bool:
+    return field in _PLAIN_FIELDS or (field == "delta" and agui_type in _TEXT_DELTAS)
+
+
 # -- the agent's state, as of any event (the admin shows it) ------------------------------
 
 
