@@ -24,7 +24,8 @@ The contract, for every writer:
   conversation's current run, as the projector names it (its latest). Timestamps are
   epoch milliseconds.
 - `parse_sse` reads the SSE text an agent streams (`Content-Type: text/event-stream`),
-  exactly as streamed, into the same list of events.
+  exactly as streamed, into the same list of events. A writer holding the package's event
+  objects passes `event.model_dump(mode="json", by_alias=True)`: the dict on the wire.
 
 Why it is long: the whole dialect in one place — validation and ids, the SSE reader, the
 importer's format, one small translator per AG-UI event type, and the reading of
