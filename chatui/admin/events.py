@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.html import format_html
 
+from chatui.ingest.dialects import agui
 from chatui.models import Event
 from chatui.read.exporters import masked_event
 from chatui.read.reveal import pretty_json
+from chatui.secrets import mask_value
 
 from .base import ConversationFilter, ConversationScopedAdmin, revealed
 
@@ -40,6 +43,7 @@ class EventAdmin(ConversationScopedAdmin):
         "received_at",
         "body_hash",
         "payload_shown",
+        "agui_state_shown",
     )
 
     tool_call_id_shown = revealed("tool_call_id", "tool call id")
@@ -49,3 +53,20 @@ class EventAdmin(ConversationScopedAdmin):
     @admin.display(description="payload")
     def payload_shown(self, obj):
         return pretty_json(masked_event(obj.payload))
+
+    @admin.display(description="AG-UI state as of this event")
+    def agui_state_shown(self, obj):
+        """docs/events.md#ag-ui: the agent's state then — its latest STATE_SNAPSHOT up to this
+        event, with the STATE_DELTAs after it applied; secrets masked as in the payload."""
+        if obj.type not in agui.LOG_TYPES:
+            return "—"
+        logged = Event.objects.filter(conversation_id=obj.conversation_id, seq__lte=obj.seq)
+        snapshot = logged.filter(type="agui.STATE_SNAPSHOT").order_by("-seq").first()
+        if snapshot is None:
+            return "no STATE_SNAPSHOT yet"
+        deltas = logged.filter(type="agui.STATE_DELTA", seq__gt=snapshot.seq).order_by("seq")
+        state, problem = agui.state_after(
+            snapshot.payload.get("snapshot"), [row.payload.get("delta") for row in deltas]
+        )
+        shown = pretty_json(mask_value(state))
+        return format_html("{}<p>{}</p>", shown, problem) if problem else shown

@@ -36,6 +36,8 @@ from chatui.db.prepared import (
     cursor_for,
 )
 from chatui.ingest.dialects.agentspine import AGENTSPINE
+from chatui.ingest.dialects.agui import LOG_READ_BACK as AGUI_LOG_READ_BACK
+from chatui.ingest.dialects.agui import LOG_TYPES as AGUI_LOG_TYPES
 from chatui.models import (
     Conversation,
     ConversationStatus,
@@ -50,6 +52,7 @@ from chatui.models import (
 )
 
 from . import search_index
+from .agui_projection import AguiProjection
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .otel_projection import OTEL_TYPES, OtelHandlers
 from .values import details_failure, is_tool_execution_result, result_text
@@ -247,6 +250,7 @@ APPEND_TO_STREAMING = AppendToStreaming()
 #: same (chatui.read.replay keeps no other); a new read of the log adds its type here.
 LOG_READ_BACK = frozenset(
     {"agent.tool.progress", "agentspine.message_start", "agentspine.message_end"}
+    | AGUI_LOG_READ_BACK
 )
 
 #: Tool call id -> the seq of its first logged progress.
@@ -362,7 +366,7 @@ DELETE_MESSAGES = InSizes(
 MESSAGE_RELATIONS = {(SecretReveal, "message"): models.SET_NULL}
 
 
-class Projector(OtelHandlers):
+class Projector(OtelHandlers, AguiProjection):
     """Applies events to one conversation's messages. One instance per ingest call.
 
     Writes are deferred: messages are created and changed in memory and written with
@@ -370,6 +374,9 @@ class Projector(OtelHandlers):
     what `prefetch()` loaded for the batch. That keeps a batch of N events at a
     handful of queries instead of several per event (docs/PERFORMANCE.md#p2).
     """
+
+    FINISHED = FINISHED
+    OPEN = OPEN
 
     def __init__(self, conversation: Conversation, *, empty: bool = False):
         self.conversation = conversation
@@ -403,6 +410,7 @@ class Projector(OtelHandlers):
         self._agentspine_run: str | None = "" if empty else None
         self._agentspine_message: tuple[str, str, str] | None = None
         self._agentspine_message_known = empty
+        self._agui_reset()
 
     def prefetch(self, events: Sequence[Event]) -> None:
         """Load, in a few queries, everything the batch's events will look up."""
@@ -413,6 +421,8 @@ class Projector(OtelHandlers):
                 message_ids.add(payload.get("message_id") or f"msg_{event.seq}")
             elif payload.get("message_id"):
                 message_ids.add(payload["message_id"])
+            elif event.type in AGUI_LOG_TYPES and isinstance(payload.get("messageId"), str):
+                message_ids.add(payload["messageId"])
             if event.tool_call_id:
                 call_ids.add(event.tool_call_id)
             if event.type in OTEL_TYPES:  # docs/events.md#otlp: read once, here
@@ -468,13 +478,20 @@ class Projector(OtelHandlers):
         of a read and a write (most single-event requests: docs/PERFORMANCE.md#p2, #p5). Applies it
         and says True only then — the same rows and the same changes as `_append` —
         else nothing was changed and the event goes the usual way."""
-        if self._empty or event.type != "agent.message.delta" or "dialect" in event.payload:
+        if self._empty:
+            return False
+        if event.type == "agent.message.delta" and "dialect" not in event.payload:
+            message_id, text = event.payload["message_id"], event.payload["delta"]
+        elif event.type == "agui.TEXT_MESSAGE_CONTENT" and event.payload.get("delta"):
+            # docs/events.md#ag-ui: the same append (an AG-UI text of another role, or
+            # one not shown streaming yet, is not found here and goes the usual way).
+            message_id, text = event.payload["messageId"], event.payload["delta"]
+        else:
             return False
         pk = self.conversation.pk
         if event.run_id and not known_runs.among(pk, {event.run_id}):
             return False
-        text = event.payload["delta"]
-        message_pk = APPEND_TO_STREAMING.run(pk, event.payload["message_id"], text, event.seq)
+        message_pk = APPEND_TO_STREAMING.run(pk, message_id, text, event.seq)
         if message_pk is None:
             return False
         self.changes.changed[message_pk] = event.seq
@@ -483,6 +500,12 @@ class Projector(OtelHandlers):
 
     def apply(self, event: Event) -> None:
         self._sub_position = 0
+        if event.type in AGUI_LOG_TYPES:
+            if not event.run_id:  # in memory only, as for AgentSpine below
+                event.run_id = self.agui_run_for(event)
+            self._track_run(event)
+            self.apply_agui(event)
+            return
         if event.payload.get("dialect") == AGENTSPINE and not event.run_id:
             # In memory only: the log keeps the event as sent, and re-projection names
             # the run the same way again.
@@ -490,6 +513,12 @@ class Projector(OtelHandlers):
         self._track_run(event)
         handler = getattr(self, "_on_" + event.type.replace(".", "_"))
         handler(event, event.payload)
+
+    def agui_run_for(self, event: Event) -> str:
+        """docs/events.md#ag-ui: run-less AG-UI events belong to the conversation's latest run."""
+        if self._latest_run is None:
+            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
+        return self._latest_run
 
     # -- messages by type -------------------------------------------------
 
@@ -530,6 +559,24 @@ class Projector(OtelHandlers):
         message.updated_seq = event.seq
         self._appends.setdefault(message.pk, (message, []))[1].append((event.seq, text))
 
+    def _on_agent_reasoning_delta(self, event: Event, payload: dict[str, Any]) -> None:
+        """R6: the model's reasoning, kept beside the answer of `message_id` (created on
+        the first delta, with no answer text yet), never in its text."""
+        message = self._find(payload["message_id"])
+        if message is None:
+            message = self._create(
+                event, payload["message_id"], Role.ASSISTANT, content="", is_final=False
+            )
+            message.metadata["reasoning"] = ""
+            message.metadata["reasoning_started_at"] = event.timestamp.isoformat()
+        elif message.role != Role.ASSISTANT:
+            return
+        meta = message.metadata
+        meta["reasoning"] = meta.get("reasoning", "") + payload["delta"]
+        if payload.get("encrypted") is True:
+            meta["reasoning_encrypted"] = True
+        self._save(message, event)
+
     def _on_agent_step_completed(self, event: Event, payload: dict[str, Any]) -> None:
         message = (
             self._find(payload["message_id"])
@@ -552,7 +599,9 @@ class Projector(OtelHandlers):
             )
         elif message.role == Role.ASSISTANT:
             message.content = payload["content"]
-            message.metadata = metadata
+            # R6: the reasoning streamed before the step stays with its answer.
+            kept = {k: v for k, v in message.metadata.items() if k.startswith("reasoning")}
+            message.metadata = {**kept, **metadata}
             message.is_final = True
             self._save(message, event)
         for index, call in enumerate(payload.get("tool_calls", [])):

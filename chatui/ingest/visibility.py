@@ -27,3 +27,13 @@ def is_assistant_shown(message: Message) -> bool:
     if not message.is_final and content.startswith(("{", "[")):
         return False
     return should_render_assistant_content(message)
+
+
+def shows_reasoning(message: Message) -> bool:
+    """R6 (docs/rendering.md#r6): the message carries the model's reasoning (or says it
+    reasoned, encrypted): its block shows, and like shown text it ends a tool batch."""
+    meta = message.metadata or {}
+    reasoning = meta.get("reasoning")
+    return isinstance(reasoning, str) and (
+        bool(reasoning.strip()) or bool(meta.get("reasoning_encrypted"))
+    )

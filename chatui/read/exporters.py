@@ -48,6 +48,7 @@ from typing import IO, Any
 from django.db.models import Max, Min
 from django.utils.dateparse import parse_datetime
 
+from chatui.ingest.dialects import agui
 from chatui.ingest.values import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from chatui.models import Conversation, Event, Message, Role, Run, ToolStatus
 from chatui.secrets import MASKED_ROLES, mask_text, mask_value, masked_fields
@@ -112,6 +113,12 @@ def masked_message(data: dict[str, Any]) -> dict[str, Any]:
 def masked_event(data: dict[str, Any]) -> dict[str, Any]:
     """T3: an exported event with the secrets in its tool text, its progress or status
     line and a failed run's `error_message` masked."""
+    kind = data.get("type")
+    if kind in agui.TYPES:
+        return {
+            key: value if agui.holds_no_tool_text(kind, key) else mask_value(value)
+            for key, value in data.items()
+        }
     masked = {
         key: mask_value(value) if key in TOOL_TEXT_FIELDS else value for key, value in data.items()
     }

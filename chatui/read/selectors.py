@@ -25,7 +25,7 @@ from django.dispatch import receiver
 from chatui.access import can_view, may_write
 from chatui.db.lru import BoundedLRU
 from chatui.db.prepared import InSizes, Prepared
-from chatui.ingest.visibility import is_assistant_shown
+from chatui.ingest.visibility import is_assistant_shown, shows_reasoning
 from chatui.models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
 
 from .windows import BATCH_WINDOW, PENDING, BatchHead, MessageWindow
@@ -292,11 +292,11 @@ TRANSCRIPT_WINDOW = 200
 
 
 def breaks_batch(message: Message) -> bool:
-    """What ends a tool batch (G1): a user message or *shown* assistant text.
-    Status lines do not: the presenter shows them right after the batch."""
+    """What ends a tool batch (G1): a user message, *shown* assistant text or a reasoning
+    block (R6). Status lines do not: the presenter shows them right after the batch."""
     if message.role == "user":
         return True
-    return message.role == "assistant" and is_assistant_shown(message)
+    return message.role == "assistant" and (is_assistant_shown(message) or shows_reasoning(message))
 
 
 _LOOKBACK = 50
@@ -397,8 +397,9 @@ def _is_root(message: Message) -> bool:
 
 def _previous_breaker(span: QuerySet[Message]) -> Message | None:
     """The latest message of `span` that ends a batch. Only users and assistants with
-    text can (`breaks_batch`): the walk reads those, not the tool calls between."""
-    candidates = span.filter(Q(role=Role.USER) | (Q(role=Role.ASSISTANT) & ~Q(content="")))
+    text or reasoning can (`breaks_batch`): the walk reads those, not the tool calls between."""
+    speaks = ~Q(content="") | Q(metadata__has_key="reasoning")
+    candidates = span.filter(Q(role=Role.USER) | (Q(role=Role.ASSISTANT) & speaks))
     return next(filter(breaks_batch, _chunks(candidates.order_by("-position"))), None)
 
 

@@ -41,9 +41,12 @@ SAMPLES = {
     # Real session files (their sources: tests/fixtures/claude_code/ and codex/ README).
     "claude-code": "../claude_code/sidechain_integrated.jsonl",
     "codex": "../codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    # A real capture (tests/fixtures/agui/): Pydantic AI's AG-UI stream.
+    "agui": "../agui/pydantic_ai.jsonl",
 }
-#: The session formats take their runs and ids from the records (test_session_imports.py).
-ONE_RUN_FORMATS = [fmt for fmt in SAMPLES if fmt not in ("chatui", "claude-code", "codex")]
+#: Formats whose runs are the file's own (chatui.importers.FILE_RUNS; the session formats
+#: take their runs and ids from the records: test_session_imports.py).
+ONE_RUN_FORMATS = [fmt for fmt in SAMPLES if fmt not in ("chatui", "agui", "claude-code", "codex")]
 
 
 def messages(conversation) -> list[dict]:
@@ -187,6 +190,7 @@ HOSTILE = {
     # Real sessions: markup-like text as the agent saw it, stored as it came.
     "claude-code": '# Simplified: no "Tool Re...',
     "codex": 'useState<Tables<"profiles"> | null>(null)',
+    "agui": "<script>alert('readme')</script>\n<img src=x onerror=\"alert(1)\">",
 }
 
 
@@ -919,7 +923,7 @@ def test_import_unknown_format_lists_the_formats(conversation):
         import_transcript("[]", "markdown", conversation)
     assert str(caught.value) == (
         "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, "
-        "legacy, claude-code, codex"
+        "legacy, claude-code, codex, agui"
     )
 
 

@@ -99,3 +99,26 @@ def test_p2_lone_deltas_store_what_a_reprojection_gives(running, ingest):
     live = stored(running)
     reproject(running)
     assert stored(running) == live
+
+
+def agui_delta(message_id: str, text: str) -> dict[str, Any]:
+    return {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text}
+
+
+def test_p5_an_agui_text_delta_takes_the_same_one_statement_append(conversation, ingest):
+    """docs/events.md#ag-ui, docs/PERFORMANCE.md#agui-cpu: AG-UI's content delta too."""
+    ingest(conversation, {"type": "RUN_STARTED", "threadId": "t", "runId": RUN})
+    ingest(conversation, agui_delta("a1", "Hello"))
+    with CaptureQueriesContext(connection) as captured:
+        result = ingest(conversation, agui_delta("a1", " world"))
+    on_messages = [q["sql"] for q in captured.captured_queries if "chatui_message" in q["sql"]]
+    assert len(on_messages) == 1 and on_messages[0].startswith("UPDATE")
+    pk = Message.objects.get(conversation=conversation, message_id="a1").pk
+    assert result.changes.appended[pk] == [(result.last_seq, " world")]
+    ingest(conversation, {"type": "TEXT_MESSAGE_START", "messageId": "u1", "role": "user"})
+    ingest(conversation, agui_delta("u1", "a user's"))
+    ingest(conversation, agui_delta("u1", " words"))  # not an answer: the usual way
+    live = stored(conversation)
+    assert live[-1][:3] == ("u1", "user", "a user's words")
+    reproject(conversation)
+    assert stored(conversation) == live
