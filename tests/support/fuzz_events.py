@@ -178,6 +178,7 @@ GOOD: dict[str, st.SearchStrategy] = {
     "should_continue": st.booleans(),
     "is_error": st.booleans(),
     "skipped": st.booleans(),
+    "encrypted": st.booleans(),  # agent.reasoning.delta
     "timestamp": contract_moment,
     # AgentSpine's own fields (its aliases' raw shapes)
     "role": st.sampled_from(["assistant", "user"]),
