@@ -33,6 +33,8 @@ Python `ag-ui-protocol` package has no decoder for it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -71,6 +73,9 @@ PROTOBUF = "application/vnd.ag-ui.event+proto"
 CONNECT_SECONDS = 10.0
 SILENT_SECONDS = 600.0
 ENDS = ("RUN_FINISHED", "RUN_ERROR")
+#: Events ingested in one transaction at most (when the agent is ahead of chatui).
+BATCH_EVENTS = 200
+_STREAM_END = object()
 
 
 def configured_headers(raw: Any = None) -> dict[str, str]:
@@ -136,7 +141,6 @@ class AGUIAgent:
     ) -> dict[str, Any] | None:
         """POST the input and ingest the reply's events as they come; the event that
         ended the run (`RUN_FINISHED` / `RUN_ERROR`), or None if none did."""
-        ended: dict[str, Any] | None = None
         request_headers = {**headers, "Accept": EVENT_STREAM, "Cache-Control": "no-store"}
         timeout = httpx.Timeout(SILENT_SECONDS, connect=CONNECT_SECONDS)
         try:
@@ -145,13 +149,7 @@ class AGUIAgent:
                 client.stream("POST", self.url, json=body, headers=request_headers) as response,
             ):
                 await self._check(response, secrets)
-                async for sse in EventSource(response).aiter_sse():
-                    if not sse.data:
-                        continue  # a keep-alive comment or an empty event
-                    event = self._decode(sse.data, secrets)
-                    await self._ingest(ctx, event)
-                    if event.get("type") in ENDS:
-                        ended = event
+                return await self._relay(ctx, response, secrets)
         except httpx.InvalidURL:
             raise AgentError(
                 "CHATUI_AGUI_URL is not a valid http(s) URL; check the setting."
@@ -161,14 +159,51 @@ class AGUIAgent:
                 f"The AG-UI agent at {self.origin} did not answer in time (timed out)."
             ) from None
         except (httpx.TransportError, SSEError) as error:
-            what = (
-                "could not be reached"
-                if ended is None and _before_reply(error)
-                else "broke its stream"
-            )
+            what = "could not be reached" if _before_reply(error) else "broke its stream"
             detail = remote_excerpt(f"{type(error).__name__}: {error}", secrets=secrets)
             raise AgentError(f"The AG-UI agent at {self.origin} {what}: {detail}") from None
-        return ended
+
+    async def _relay(
+        self, ctx: RunContext, response: httpx.Response, secrets: list[str]
+    ) -> dict[str, Any] | None:
+        """Read the stream in one task, ingest in this one: each ingest takes every event
+        that arrived meanwhile (at most BATCH_EVENTS), so chatui never falls behind an
+        agent that streams faster than one transaction an event — a chatty one (LangGraph's
+        RAW events), or a busy machine — and an event that arrives alone is ingested at
+        once. What the reader met (the stream's end, a broken stream, an event that is
+        not JSON) is acted on after the events before it are in."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def read() -> None:
+            try:
+                async for sse in EventSource(response).aiter_sse():
+                    if sse.data:  # else a keep-alive comment or an empty event
+                        queue.put_nowait(self._decode(sse.data, secrets))
+            except Exception as problem:  # handed over, raised after what came before it
+                queue.put_nowait(problem)
+            else:
+                queue.put_nowait(_STREAM_END)
+
+        reader = asyncio.ensure_future(read())
+        ended: dict[str, Any] | None = None
+        try:
+            while True:
+                batch = [await queue.get()]
+                while not queue.empty() and len(batch) < BATCH_EVENTS:
+                    batch.append(queue.get_nowait())
+                events = [item for item in batch if isinstance(item, dict)]
+                if events:
+                    await self._ingest(ctx, events)
+                    ended = next((e for e in reversed(events) if e.get("type") in ENDS), ended)
+                last = batch[-1]
+                if last is _STREAM_END:
+                    return ended
+                if isinstance(last, BaseException):
+                    raise last
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
 
     async def _check(self, response: httpx.Response, secrets: list[str]) -> None:
         if not response.is_success:
@@ -202,15 +237,22 @@ class AGUIAgent:
             )
         return event
 
-    async def _ingest(self, ctx: RunContext, event: dict[str, Any]) -> None:
-        """One event, as received, through the one writer (the dialect translates it)."""
+    async def _ingest(self, ctx: RunContext, events: list[dict[str, Any]]) -> None:
+        """Events as received, through the one writer (the dialect translates them). A
+        batch is applied whole or not at all: when one is refused, its events go in one
+        by one, so those before the bad one stay and the failure names that one."""
         try:
-            await ingest_async(ctx.conversation, [event])
+            await ingest_async(ctx.conversation, events)
+            return
         except EventError as refused:
-            kind = str(event.get("type", "?"))[:40]
-            raise AgentError(
-                f"The AG-UI agent at {self.origin} sent a {kind} event chatui refused: {refused}"
-            ) from None
+            if len(events) == 1:
+                kind = str(events[0].get("type", "?"))[:40]
+                raise AgentError(
+                    f"The AG-UI agent at {self.origin} sent a {kind} event chatui refused: "
+                    f"{refused}"
+                ) from None
+        for event in events:
+            await self._ingest(ctx, [event])
 
 
 def _before_reply(error: Exception) -> bool:

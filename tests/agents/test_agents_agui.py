@@ -249,8 +249,8 @@ def test_w5_stop_closes_the_agents_stream(conversation, agents):
 
     async def main() -> str:
         run_id = start_run(conversation, "work", agent=AGUIAgent(url=agents.url("/endless")))
-        for _ in range(500):
-            if RECORDER.streaming.is_set():
+        for _ in range(500):  # the agent streams, and its tool's card is shown
+            if RECORDER.streaming.is_set() and await asyncio.to_thread(tools, conversation):
                 break
             await asyncio.sleep(0.01)
         assert await stop_run(conversation.pk) == run_id

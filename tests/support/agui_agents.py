@@ -69,6 +69,9 @@ ANSWER_CHUNKS = [
     "- **CI**: build 1423 is **green**.\n",
 ]
 ANSWER = "".join(ANSWER_CHUNKS)
+#: When each slow_status call returned (time.time()): a page can tell it showed the
+#: card while the tool still worked.
+SLOW_TOOL_ENDS: list[float] = []
 #: What the approval agent's guarded tool does once approved.
 DEPLOYED = "deployed build 1423"
 
@@ -153,6 +156,7 @@ def pydantic_agent() -> Any:
     async def slow_status() -> dict:
         """The build status, from a slow service."""
         await asyncio.sleep(TOOL_SECONDS)
+        SLOW_TOOL_ENDS.append(time.time())
         return STATUS
 
     return agent
@@ -270,6 +274,7 @@ def langgraph_app() -> Any:
     async def slow_status() -> dict:
         """The build status, from a slow service."""
         await asyncio.sleep(TOOL_SECONDS)
+        SLOW_TOOL_ENDS.append(time.time())
         return STATUS
 
     def script_for(messages: list) -> AIMessage:
