@@ -23,6 +23,7 @@ IMPORT_FORMAT_LABELS = {
     "anthropic": "Anthropic messages (JSON)",
     "agentspine": "AgentSpine events (JSONL)",
     "chatui": "chatui events (JSONL, as exported)",
+    "agui": "AG-UI events (JSONL, or the SSE text an agent streamed)",
     "legacy": "Legacy text with <tool> blocks",
 }
 

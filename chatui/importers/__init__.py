@@ -22,13 +22,16 @@ same one live ingest uses where the format also arrives live, as AgentSpine's do
 - `agentspine`  AgentSpine event JSONL [001] (dialects/agentspine.py)
 - `chatui`      chatui event JSONL, as `export_transcript --format events` writes
                 (dialects/chatui_events.py)
+- `agui`        AG-UI events, JSONL or the SSE text an agent streamed (dialects/agui.py,
+                the translator of the live events endpoint too)
 - `legacy`      legacy text with `<tool>`/`<validation>` blocks and Markdown pairs [003]
                 (dialects/legacy.py)
 
 Imports are deterministic (ids and timestamps derive from the file: dialects/files.py),
 so importing a file twice into one conversation is all duplicates. Every
-format but `chatui` is one run (`run_id` `import:<digest>`) that starts with
-`agent.status running` and ends with `agent.status completed`. A bad file
+format but `chatui` and `agui` (whose runs are in the file) is one run (`run_id`
+`import:<digest>`) that starts with `agent.status running` and ends with
+`agent.status completed`. A bad file
 raises `TranscriptError` naming the line or message at fault; nothing is
 written then (the ingest batch is applied whole or not at all). Files are
 bounded (`CHATUI_IMPORT_MAX_BYTES`, `CHATUI_IMPORT_MAX_EVENTS`) and parsed in
@@ -42,6 +45,7 @@ from dataclasses import dataclass, field
 
 from chatui.ingest.dialects import (
     agentspine,
+    agui,
     anthropic_messages,
     chatui_events,
     legacy,
@@ -66,9 +70,12 @@ PARSERS: dict[str, Callable[[bytes], Draft]] = {
     "anthropic": anthropic_messages.parse,
     "agentspine": agentspine.parse,
     "chatui": chatui_events.parse,
+    "agui": agui.parse,
     "legacy": legacy.parse,
 }
 IMPORT_FORMATS = tuple(PARSERS)
+#: Formats whose runs (and tool call ids) are the file's own, not one run per import.
+FILE_RUNS = ("chatui", "agui")
 _ID_CHUNK = 500
 
 
@@ -121,7 +128,7 @@ def import_draft(draft: Draft, format: str, conversation: Conversation) -> Impor
     """Ingest a parsed file (`parse_transcript`) into `conversation`, in one
     `ingest` batch. Raises `TranscriptError` and changes nothing when the events
     do not fit the conversation."""
-    if format != "chatui":
+    if format not in FILE_RUNS:
         _check_tool_ids_are_free(conversation, draft)
     try:
         result = ingest(conversation, draft.events)

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from chatui.ingest.dialects import agui
 from chatui.ingest.dialects.agentspine import (
     AGENTSPINE,
     AGENTSPINE_SCHEMAS,
@@ -76,7 +77,7 @@ APPROVAL_EVENT_TYPES = ("agent.tool.approval_requested", "tool.approval")
 #: lost (`run_<16 hex digits>.…`, chatui.agents). A runtime that took one first would
 #: turn chatui's own write into a 409 — an approval nobody could decide and that never
 #: expires — so a runtime posting one gets 400 (docs/SECURITY.md).
-RESERVED_EVENT_ID = re.compile(r"approval-|compose-|import:|run_[0-9a-f]{16}\.")
+RESERVED_EVENT_ID = re.compile(r"approval-|compose-|import:|agui:|run_[0-9a-f]{16}\.")
 
 # type -> {field: (checker, required)}
 SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
@@ -149,6 +150,12 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "message": (string, False),
         "error_message": (string, False),
     },
+    # R6 (docs/rendering.md#r6): the model's reasoning, beside the answer, never in it.
+    "agent.reasoning.delta": {
+        "message_id": (id_string, True),
+        "delta": (string, True),
+        "encrypted": (boolean, False),
+    },
 }
 # AgentSpine's logged types are validated like native ones (dialects.agentspine).
 SCHEMAS.update(AGENTSPINE_SCHEMAS)
@@ -165,9 +172,14 @@ class NormalisedEvent:
     run_id: str = ""
     timestamp: datetime | None = None
     index: int = 0
+    #: The event_id was derived by chatui (an AG-UI event's), not chosen by the sender.
+    derived_id: bool = False
 
     @property
     def tool_call_id(self) -> str:
+        if self.type in agui.LOG_TYPES:  # kept as sent: camelCase
+            call_id = self.payload.get("toolCallId")
+            return call_id if isinstance(call_id, str) else ""
         return self.payload.get("tool_call_id", "")
 
 
@@ -229,6 +241,8 @@ def parse_events(
 
 def refuse_server_only(events: list[NormalisedEvent]) -> None:
     for event in events:
+        if event.derived_id:
+            continue  # chatui's own derivation, in the reserved `agui:` space
         if event.event_id is not None and RESERVED_EVENT_ID.match(event.event_id):
             raise EventError(
                 f"event_id '{event.event_id[:80]}' is in chatui's reserved space (ids beginning "
@@ -260,9 +274,21 @@ def normalise_event(
         raise EventError("missing required field 'type'", index=index, field="type")
     if not isinstance(raw_type, str):
         raise EventError("field 'type' must be a string", index=index, field="type")
+    if raw_type in agui.TYPES:
+        checked = agui.check(raw, index)
+        return NormalisedEvent(
+            type=checked.type,
+            payload=checked.payload,
+            body_hash=checked.body_hash,
+            event_id=checked.event_id,
+            run_id=checked.run_id,
+            timestamp=checked.timestamp,
+            index=index,
+            derived_id=checked.derived_id,
+        )
     event_type = ALIASES.get(raw_type, raw_type)
     if event_type not in SCHEMAS:
-        valid = ", ".join(EVENT_TYPES + tuple(ALIASES))
+        valid = ", ".join(EVENT_TYPES + tuple(ALIASES)) + ", and AG-UI's (RUN_STARTED, …)"
         raise EventError(
             f"unknown event type '{raw_type[:80]}'; valid types are: {valid}",
             index=index,

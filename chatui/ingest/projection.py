@@ -36,6 +36,8 @@ from chatui.db.prepared import (
     cursor_for,
 )
 from chatui.ingest.dialects.agentspine import AGENTSPINE
+from chatui.ingest.dialects.agui import LOG_READ_BACK as AGUI_LOG_READ_BACK
+from chatui.ingest.dialects.agui import LOG_TYPES as AGUI_LOG_TYPES
 from chatui.models import (
     Conversation,
     ConversationStatus,
@@ -50,6 +52,7 @@ from chatui.models import (
 )
 
 from . import search_index
+from .agui_projection import AguiProjection
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .values import details_failure, is_tool_execution_result, result_text
 
@@ -246,6 +249,7 @@ APPEND_TO_STREAMING = AppendToStreaming()
 #: same (chatui.read.replay keeps no other); a new read of the log adds its type here.
 LOG_READ_BACK = frozenset(
     {"agent.tool.progress", "agentspine.message_start", "agentspine.message_end"}
+    | AGUI_LOG_READ_BACK
 )
 
 #: Tool call id -> the seq of its first logged progress.
@@ -361,7 +365,7 @@ DELETE_MESSAGES = InSizes(
 MESSAGE_RELATIONS = {(SecretReveal, "message"): models.SET_NULL}
 
 
-class Projector:
+class Projector(AguiProjection):
     """Applies events to one conversation's messages. One instance per ingest call.
 
     Writes are deferred: messages are created and changed in memory and written with
@@ -369,6 +373,9 @@ class Projector:
     what `prefetch()` loaded for the batch. That keeps a batch of N events at a
     handful of queries instead of several per event (docs/PERFORMANCE.md#p2).
     """
+
+    FINISHED = FINISHED
+    OPEN = OPEN
 
     def __init__(self, conversation: Conversation, *, empty: bool = False):
         self.conversation = conversation
@@ -402,6 +409,7 @@ class Projector:
         self._agentspine_run: str | None = "" if empty else None
         self._agentspine_message: tuple[str, str, str] | None = None
         self._agentspine_message_known = empty
+        self._agui_reset()
 
     def prefetch(self, events: Sequence[Event]) -> None:
         """Load, in a few queries, everything the batch's events will look up."""
@@ -412,6 +420,8 @@ class Projector:
                 message_ids.add(payload.get("message_id") or f"msg_{event.seq}")
             elif payload.get("message_id"):
                 message_ids.add(payload["message_id"])
+            elif event.type in AGUI_LOG_TYPES and isinstance(payload.get("messageId"), str):
+                message_ids.add(payload["messageId"])
             if event.tool_call_id:
                 call_ids.add(event.tool_call_id)
             call_ids.update(c["id"] for c in payload.get("tool_calls", ()) if c.get("id"))
@@ -479,6 +489,12 @@ class Projector:
 
     def apply(self, event: Event) -> None:
         self._sub_position = 0
+        if event.type in AGUI_LOG_TYPES:
+            if not event.run_id:  # in memory only, as for AgentSpine below
+                event.run_id = self.agui_run_for(event)
+            self._track_run(event)
+            self.apply_agui(event)
+            return
         if event.payload.get("dialect") == AGENTSPINE and not event.run_id:
             # In memory only: the log keeps the event as sent, and re-projection names
             # the run the same way again.
@@ -486,6 +502,12 @@ class Projector:
         self._track_run(event)
         handler = getattr(self, "_on_" + event.type.replace(".", "_"))
         handler(event, event.payload)
+
+    def agui_run_for(self, event: Event) -> str:
+        """docs/events.md#ag-ui: run-less AG-UI events belong to the conversation's latest run."""
+        if self._latest_run is None:
+            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
+        return self._latest_run
 
     # -- messages by type -------------------------------------------------
 
@@ -525,6 +547,24 @@ class Projector:
             message.content += text  # kept current for later events of this call
         message.updated_seq = event.seq
         self._appends.setdefault(message.pk, (message, []))[1].append((event.seq, text))
+
+    def _on_agent_reasoning_delta(self, event: Event, payload: dict[str, Any]) -> None:
+        """R6: the model's reasoning, kept beside the answer of `message_id` (created on
+        the first delta, with no answer text yet), never in its text."""
+        message = self._find(payload["message_id"])
+        if message is None:
+            message = self._create(
+                event, payload["message_id"], Role.ASSISTANT, content="", is_final=False
+            )
+            message.metadata["reasoning"] = ""
+            message.metadata["reasoning_started_at"] = event.timestamp.isoformat()
+        elif message.role != Role.ASSISTANT:
+            return
+        meta = message.metadata
+        meta["reasoning"] = meta.get("reasoning", "") + payload["delta"]
+        if payload.get("encrypted") is True:
+            meta["reasoning_encrypted"] = True
+        self._save(message, event)
 
     def _on_agent_step_completed(self, event: Event, payload: dict[str, Any]) -> None:
         message = (

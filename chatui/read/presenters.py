@@ -158,6 +158,12 @@ class AssistantView(MessageView):
     # While streaming: the raw text, shown escaped; deltas append to it
     # (docs/rendering.md#streaming-text). The Markdown is rendered once, when the message ends.
     text: Text = ""
+    # R6: the model's reasoning before the answer (escaped plain text), its block's title,
+    # and whether the answer's own text shows (a message may be reasoning only).
+    reasoning: Text | None = None
+    reasoning_title: Text = ""
+    reasoning_encrypted: bool = False
+    shows_text: bool = True
 
 
 @dataclass(frozen=True)
@@ -1594,18 +1600,67 @@ def present_user(message: Message) -> UserView:
 VALIDATION_BLOCK = re.compile(r"<validation>(?P<text>.*)</validation>", re.DOTALL)
 
 
-def present_assistant(message: Message, meta: str | None = None) -> AssistantView:
+def present_assistant(
+    message: Message, meta: str | None = None, *, shows_text: bool = True
+) -> AssistantView:
     validation = VALIDATION_BLOCK.fullmatch(message.content.strip()) if message.is_final else None
     streaming = not message.is_final
+    shows_html = shows_text and not (validation or streaming)
     return AssistantView(
         **MessageView.fields_of(message),
         validation=validation.group("text").strip() if validation else None,
-        html=SafeString("") if validation or streaming else render_markdown(message.content),
-        text=message.content if streaming else "",
-        is_streaming=streaming,
+        html=render_markdown(message.content) if shows_html else SafeString(""),
+        text=message.content if streaming and shows_text else "",
+        is_streaming=streaming and shows_text,
         meta_line=meta,
         run_id=message.run_id,
+        shows_text=shows_text,
+        **_reasoning(message),
     )
+
+
+def has_reasoning(message: Message) -> bool:
+    """R6: the message carries the model's reasoning (or says it reasoned, encrypted)."""
+    meta = message.metadata or {}
+    reasoning = meta.get("reasoning")
+    return isinstance(reasoning, str) and (
+        bool(reasoning.strip()) or bool(meta.get("reasoning_encrypted"))
+    )
+
+
+def _reasoning(message: Message) -> dict[str, Any]:
+    """R6: "Thinking…" while it streams, "Thought for 4 s" after (or "Thought" when its
+    length is not known); encrypted reasoning shows only that it happened."""
+    if not has_reasoning(message):
+        return {}
+    meta = message.metadata or {}
+    encrypted = bool(meta.get("reasoning_encrypted")) and not meta["reasoning"].strip()
+    ended = _moment_of(meta.get("reasoning_ended_at"))
+    started = _moment_of(meta.get("reasoning_started_at"))
+    if ended is None and not message.is_final:
+        title = "Thinking…"
+    elif ended is not None and started is not None and ended >= started:
+        seconds = max(1, round((ended - started).total_seconds()))
+        title = f"Thought for {seconds} s"
+    else:
+        title = "Thought"
+    if encrypted:
+        title = "Encrypted reasoning"
+    return {
+        "reasoning": "" if encrypted else meta["reasoning"],
+        "reasoning_title": title,
+        "reasoning_encrypted": encrypted,
+    }
+
+
+def _moment_of(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def _continuation(meta: dict[str, Any]) -> ContinuationView | None:
@@ -1712,6 +1767,9 @@ def present_transcript(
             if message.pk in shown:  # hidden assistant messages do not split a batch
                 flush()
                 items.append(present_assistant(message, metas.get(message.pk)))
+            elif has_reasoning(message):  # R6: the reasoning shows, the blank answer not
+                flush()
+                items.append(present_assistant(message, shows_text=False))
         elif message.role == Role.USER:
             flush()
             items.append(present_user(message))

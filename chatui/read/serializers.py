@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from chatui.ingest.dialects import agui
 from chatui.models import Conversation, Event, Message
 
 
@@ -51,6 +52,14 @@ def event_to_dict(event: Event) -> dict[str, Any]:
 
 def event_to_input(event: Event) -> dict[str, Any]:
     """An event as a runtime would post it: re-ingesting gives the same messages."""
+    if event.type in agui.LOG_TYPES:
+        # docs/events.md#ag-ui: as the agent sent it, with its id and (AG-UI's epoch
+        # milliseconds) the time chatui received it when it came without one.
+        data = (
+            {**event.payload, "event_id": event.event_id} if event.event_id else dict(event.payload)
+        )
+        data.setdefault("timestamp", agui.epoch_ms(event.timestamp))
+        return data
     data: dict[str, Any] = {"type": event.type}
     if event.event_id:
         data["event_id"] = event.event_id

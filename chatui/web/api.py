@@ -22,6 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from chatui.ingest import approvals
 from chatui.ingest import conversations as services
+from chatui.ingest.dialects import agui
 from chatui.ingest.service import ingest, refuse_before_the_body
 from chatui.ingest.values import (
     MAX_SEQ,
@@ -39,6 +40,8 @@ from .credentials import bearer_credential, edge_token
 from .tokens import token_for
 
 JSON_CONTENT_TYPE = "application/json"
+#: docs/events.md#ag-ui: an AG-UI agent's stream, posted exactly as it streamed it.
+SSE_CONTENT_TYPE = "text/event-stream"
 
 View = Callable[..., JsonResponse]
 
@@ -102,6 +105,25 @@ def api_view(*methods: str) -> Callable[[View], View]:
 def read_json(request: HttpRequest) -> Any:
     """Decode the body, refusing what is too large, not UTF-8, not JSON or too deep."""
     _require_json_content_type(request)
+    text = _body_text(request)
+    if not text.strip():
+        raise EventError("request body is empty; expected JSON")
+    return decode_json(text, "request body", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
+
+
+def read_events(request: HttpRequest) -> Any:
+    """The events POST's body: JSON, or (docs/events.md#ag-ui) the SSE text an AG-UI agent
+    streamed, read as the list of its events."""
+    if (request.content_type or "").strip().lower() != SSE_CONTENT_TYPE:
+        return read_json(request)
+    text = _body_text(request)
+    if not text.strip():
+        raise EventError("request body is empty; expected the SSE text of an AG-UI stream")
+    return agui.parse_sse(text)
+
+
+def _body_text(request: HttpRequest) -> str:
+    """The body as text, refusing what is too large or not UTF-8."""
     limit = settings.CHATUI_MAX_REQUEST_BYTES
     try:
         declared = int(_declared_length(request) or 0)
@@ -119,9 +141,7 @@ def read_json(request: HttpRequest) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as problem:
         raise EventError(f"request body is not valid UTF-8 (byte {problem.start})") from None
-    if not text.strip():
-        raise EventError("request body is empty; expected JSON")
-    return decode_json(text, "request body", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
+    return text
 
 
 def _declared_length(request: HttpRequest) -> str | None:
@@ -139,7 +159,8 @@ def _require_json_content_type(request: HttpRequest) -> None:
     if given and given != JSON_CONTENT_TYPE:
         raise EventError(
             f"Content-Type must be {JSON_CONTENT_TYPE}, not '{given[:100]}' "
-            f"(with curl: -H 'Content-Type: {JSON_CONTENT_TYPE}')",
+            f"(with curl: -H 'Content-Type: {JSON_CONTENT_TYPE}'; an AG-UI stream's SSE text "
+            f"is posted as {SSE_CONTENT_TYPE} to …/events)",
             status=415,
         )
 
@@ -213,7 +234,7 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
         return error("conversation not found", 404)
     if request.method == "POST":
         try:
-            body = read_json(request)
+            body = read_events(request)
         except EventError:
             refuse_before_the_body(conversation, check_writer=request.user)
             raise

@@ -1,5 +1,5 @@
 """Fuzzing the importers (docs/events.md#sec6, docs/events.md#reliability,
-docs/events.md#importers): about 2,000 generated hostile files per run, across every format.
+docs/events.md#importers): about 2,400 generated hostile files per run, across every format.
 
 Each file is imported as the admin and the command do it (parse with no
 transaction open, then a new conversation and one ingest in a transaction).
@@ -32,7 +32,7 @@ from chatui.live.frames import replay_frame
 from chatui.models import Conversation, Event, Message, Run
 from chatui.read.exporters import export_text
 
-#: Examples per format: five formats make about 2,000 files a run.
+#: Examples per format: six formats make about 2,400 files a run.
 EXAMPLES = 400
 
 FUZZ = settings(
@@ -421,7 +421,77 @@ class Shapes:
                 {**common, "message": text, "error_message": text},
             ),
         )
+        agui_times = mostly(st.integers(0, 4 * 10**12), numbers, odds=6)
+        agui_common = {"timestamp": agui_times}
+        agui_marker = st.sampled_from(["retried", "failed", "denied", "success", "x"]).map(
+            lambda outcome: to_json({"pydantic_ai": {"outcome": outcome, "retry": {"attempt": 1}}})
+        )
+        snapshot_message = st.one_of(
+            objects({"id": ids, "role": st.just("user"), "content": text}, {}),
+            objects(
+                {"id": ids, "role": st.just("assistant")},
+                {"content": text, "toolCalls": st.lists(openai_call, max_size=2)},
+            ),
+            objects(
+                {"id": ids, "role": st.just("tool"), "toolCallId": ids, "content": text},
+                {"error": text},
+            ),
+        )
+        agui_event = st.one_of(
+            objects(
+                {"type": st.sampled_from(["RUN_STARTED", "RUN_FINISHED"]), "threadId": ids,
+                 "runId": ids},
+                {**agui_common, "outcome": st.just({"type": "success"}),
+                 "usage": st.just([{"inputTokens": 5, "outputTokens": 7, "model": "m"}])},
+            ),
+            objects({"type": st.just("RUN_ERROR"), "message": text}, {**agui_common, "code": text}),
+            objects(
+                {"type": st.sampled_from(["TEXT_MESSAGE_START", "TEXT_MESSAGE_END"]),
+                 "messageId": ids},
+                {**agui_common, "role": st.sampled_from(["assistant", "user", "system"])},
+            ),
+            objects(
+                {"type": st.sampled_from(["TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"]),
+                 "messageId": ids, "delta": text},
+                agui_common,
+            ),
+            objects(
+                {"type": st.just("TOOL_CALL_START"), "toolCallId": ids, "toolCallName": names},
+                {**agui_common, "parentMessageId": ids},
+            ),
+            objects(
+                {"type": st.just("TOOL_CALL_ARGS"), "toolCallId": ids, "delta": text},
+                agui_common,
+            ),
+            objects({"type": st.just("TOOL_CALL_END"), "toolCallId": ids}, agui_common),
+            objects(
+                {"type": st.just("TOOL_CALL_RESULT"), "toolCallId": ids, "messageId": ids,
+                 "content": text | json_values.map(to_json)},
+                agui_common,
+            ),
+            objects(
+                {"type": st.just("REASONING_ENCRYPTED_VALUE"),
+                 "subtype": st.sampled_from(["message", "tool-call"]), "entityId": ids,
+                 "encryptedValue": text | agui_marker},
+                agui_common,
+            ),
+            objects(
+                {"type": st.just("MESSAGES_SNAPSHOT"),
+                 "messages": st.lists(snapshot_message, max_size=4)},
+                agui_common,
+            ),
+            objects(
+                {"type": st.sampled_from(["STEP_STARTED", "STEP_FINISHED"]), "stepName": text},
+                agui_common,
+            ),
+            objects({"type": st.sampled_from(["RAW", "CUSTOM"]), "event": json_values,
+                     "name": text, "value": json_values}, agui_common),
+        )  # fmt: skip
         self.files = {
+            "agui": self.jsonl(agui_event)
+            | st.lists(agui_event.map(to_json), min_size=1, max_size=6).map(
+                lambda lines: "".join(f"data: {line}\n\n" for line in lines)
+            ),
             "openai": self.document(openai_message),
             "anthropic": self.document(anthropic_message),
             "legacy": self.document(legacy_message) | legacy_text,
