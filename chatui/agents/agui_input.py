@@ -26,6 +26,7 @@ import jsonpointer
 from ag_ui.core import RunAgentInput
 
 from chatui.ingest import approvals
+from chatui.ingest.dialects.agui import log_type
 from chatui.models import Conversation, Event, Message, Role, ToolStatus
 
 #: The AG-UI protocol version chatui speaks (`RunAgentInput.protocolVersion`).
@@ -39,9 +40,9 @@ TOOL_CALL_REASON = "tool_call"
 #: tool approval and the one Pydantic AI's `responseSchema` asks for.
 _DECIDED_NO = {"denied": "denied", "expired": "the approval request expired"}
 
-#: How the log names the AG-UI events that carry state (`agui.<TYPE>`, the dialect's).
-STATE_TYPES = ("agui.STATE_SNAPSHOT", "agui.STATE_DELTA")
-RUN_FINISHED = "agui.RUN_FINISHED"
+#: How the log names the AG-UI events read here (`agui.<TYPE>`, the dialect's).
+STATE_TYPES = (log_type("STATE_SNAPSHOT"), log_type("STATE_DELTA"))
+RUN_FINISHED = log_type("RUN_FINISHED")
 
 
 def build_input(
