@@ -40,6 +40,7 @@ from p1_card_latency import OBSERVER, calibrate
 
 from tests.browser.conftest import CHROMIUM_ARGS  # common put the repository on sys.path
 from tests.support.agui_agents import serve_agents
+from tests.support.delivery import stored_events
 
 # The agent and its timings live in this process; daphne reaches it over loopback.
 STARTS: dict[str, float] = {}
@@ -126,6 +127,16 @@ def open_page(bench: Bench, browser, cookie: str, conversation: str):
     return context, page, errors
 
 
+def commit_ranges(bench: Bench) -> list[tuple[int, int, float, int]]:
+    """(first seq, last seq, time.time() committed, events) of every committed ingest."""
+    ranges = []
+    for line in bench.stamps_path.read_text().splitlines():
+        if line.startswith("C "):
+            _kind, _conversation, first, last, moment = line.split()
+            ranges.append((int(first), int(last), float(moment), int(last) - int(first) + 1))
+    return ranges
+
+
 def agui_scenario(bench: Bench, browser, cookie: str, args) -> dict:
     conversation = bench.new_conversation("p7 AG-UI")
     context, page, errors = open_page(bench, browser, cookie, conversation)
@@ -160,8 +171,30 @@ def agui_scenario(bench: Bench, browser, cookie: str, args) -> dict:
         for call, started in STARTS.items()
         if call in cards
     ]
+    # Where the time goes: the commit of the ingest that held each TOOL_CALL_START
+    # (bench.instrumented_asgi's stamps), from its seq in the log.
+    seqs = {
+        event["payload"].get("toolCallId"): event["seq"]
+        for event in stored_events(bench.server, conversation)
+        if event["type"] == "agui.TOOL_CALL_START"
+    }
+    commits = commit_ranges(bench)
+    sent_commit, commit_card, batch_sizes = [], [], []
+    for call, started in STARTS.items():
+        found = next(
+            ((c, n) for first, last, c, n in commits if first <= seqs.get(call, -1) <= last), None
+        )
+        if found is None or call not in cards:
+            continue
+        committed, size = found
+        sent_commit.append((committed - started) * 1000)
+        commit_card.append((cards[call]["dom"] / 1000 - offset - committed) * 1000)
+        batch_sizes.append(size)
     return {
         "latency": summary(latencies),
+        "sent_commit": summary(sent_commit) if sent_commit else None,
+        "commit_card": summary(commit_card) if commit_card else None,
+        "batch": summary(batch_sizes) if batch_sizes else None,
         "missing": len(STARTS) - len(latencies),
         "not_running": sum(
             1 for call in STARTS if call in cards and cards[call]["status"] != "running"
@@ -234,6 +267,14 @@ def native_scenario(bench: Bench, browser, cookie: str, args) -> dict:
     return {"cpu_ms_per_event": 1000 * cpu / posted, "events": posted}
 
 
+SERIES = [
+    ("latency", "TOOL_CALL_START sent → card in DOM (P7)"),
+    ("sent_commit", "  sent → its ingest committed"),
+    ("commit_card", "  committed → card in DOM"),
+    ("batch", "  (events in that ingest)"),
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", type=int, default=100, help="tool calls measured")
@@ -249,7 +290,7 @@ def main() -> None:
         # daphne inherits the environment (tests.support.live.LiveServer.env).
         os.environ["CHATUI_AGENT"] = "agui"
         os.environ["CHATUI_AGUI_URL"] = agent.url("/agent")
-        with Bench() as bench, sync_playwright() as playwright:
+        with Bench(stamps=True) as bench, sync_playwright() as playwright:
             executable = shutil.which("chromium") or "/usr/bin/chromium"
             browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
             cookie = bench.session_cookie()
@@ -258,14 +299,12 @@ def main() -> None:
                 native = native_scenario(bench, browser, cookie, args)
             finally:
                 browser.close()
-    s = agui["latency"]
-    print(
-        table(
-            ["latency (ms)", "n", "min", "p50", "p95", "p99", "max"],
-            [["TOOL_CALL_START sent → card in DOM (P7)", s["n"], s["min"], s["p50"],
-              s["p95"], s["p99"], s["max"]]],
-        )
-    )  # fmt: skip
+    rows = []
+    for key, label in SERIES:
+        s = agui[key]
+        if s:
+            rows.append([label, s["n"], s["min"], s["p50"], s["p95"], s["p99"], s["max"]])
+    print(table(["latency (ms)", "n", "min", "p50", "p95", "p99", "max"], rows))
     print(
         table(
             ["daphne CPU", "events", "ms an event"],

@@ -45,8 +45,9 @@ from django.conf import settings
 from django.dispatch import receiver
 from httpx_sse import EventSource, SSEError
 
-from chatui.ingest.service import approval_events_committed
+from chatui.ingest.service import approval_events_committed, ingest
 from chatui.ingest.values import EventError
+from chatui.ingest.writer_threads import on_writer
 from chatui.models import Conversation, ConversationStatus, Event, Run
 
 from .agui_input import build_input, interrupts_of, resume_entries
@@ -61,7 +62,7 @@ from .base import (
     url_secrets,
 )
 from .runner import launch
-from .runs import RunSpec, db, ingest_async, run_status
+from .runs import RunSpec, db, run_status
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +243,7 @@ class AGUIAgent:
         batch is applied whole or not at all: when one is refused, its events go in one
         by one, so those before the bad one stay and the failure names that one."""
         try:
-            await ingest_async(ctx.conversation, events)
+            await _write(ctx.conversation, events)
             return
         except EventError as refused:
             if len(events) == 1:
@@ -253,6 +254,20 @@ class AGUIAgent:
                 ) from None
         for event in events:
             await self._ingest(ctx, [event])
+
+
+async def _write(conversation: Conversation, events: list[dict[str, Any]]) -> None:
+    """`ingest` on a writer thread (chatui.ingest.writer_threads), the hot write path the
+    events POST takes: its frames go to the viewers from this loop without the writer
+    waiting on them. A batch handed over is committed even when the run is stopped
+    meanwhile, before the runner writes the run's end: nothing of the run follows it."""
+    call = asyncio.ensure_future(on_writer(ingest, conversation, events))
+    try:
+        await asyncio.shield(call)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await call
+        raise
 
 
 def _before_reply(error: Exception) -> bool:
