@@ -70,8 +70,8 @@ PARSERS: dict[str, Callable[[bytes], Draft]] = {
     "anthropic": anthropic_messages.parse,
     "agentspine": agentspine.parse,
     "chatui": chatui_events.parse,
-    "agui": agui.parse,
     "legacy": legacy.parse,
+    "agui": agui.parse,
 }
 IMPORT_FORMATS = tuple(PARSERS)
 #: Formats whose runs (and tool call ids) are the file's own, not one run per import.

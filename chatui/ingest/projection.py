@@ -588,7 +588,9 @@ class Projector(AguiProjection):
             )
         elif message.role == Role.ASSISTANT:
             message.content = payload["content"]
-            message.metadata = metadata
+            # R6: the reasoning streamed before the step stays with its answer.
+            kept = {k: v for k, v in message.metadata.items() if k.startswith("reasoning")}
+            message.metadata = {**kept, **metadata}
             message.is_final = True
             self._save(message, event)
         for index, call in enumerate(payload.get("tool_calls", [])):

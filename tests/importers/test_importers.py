@@ -38,8 +38,11 @@ SAMPLES = {
     "agentspine": "../agentspine/as1_builtin_tools.jsonl",
     "chatui": "chatui.jsonl",
     "legacy": "legacy.json",
+    # A real capture (tests/fixtures/agui/): Pydantic AI's AG-UI stream.
+    "agui": "../agui/pydantic_ai.jsonl",
 }
-ONE_RUN_FORMATS = [fmt for fmt in SAMPLES if fmt != "chatui"]
+#: Formats whose runs are the file's own (chatui.importers.FILE_RUNS).
+ONE_RUN_FORMATS = [fmt for fmt in SAMPLES if fmt not in ("chatui", "agui")]
 
 
 def messages(conversation) -> list[dict]:
@@ -180,6 +183,7 @@ HOSTILE = {
     "agentspine": "line 3: contact @alice:example.org",
     "chatui": "Retry the ticket with my token: @alice <img src=x onerror=alert(1)>",
     "legacy": "What did you run last week? <script>alert('user')</script>",
+    "agui": "<script>alert('readme')</script>\n<img src=x onerror=\"alert(1)\">",
 }
 
 
@@ -911,7 +915,8 @@ def test_import_unknown_format_lists_the_formats(conversation):
     with pytest.raises(TranscriptError) as caught:
         import_transcript("[]", "markdown", conversation)
     assert str(caught.value) == (
-        "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, legacy"
+        "unknown format 'markdown'; the formats are: openai, anthropic, agentspine, chatui, "
+        "legacy, agui"
     )
 
 

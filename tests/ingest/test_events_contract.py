@@ -19,6 +19,7 @@ VALID = {
     "agent.status": {"status": "thinking"},
     "agent.tool.approval_requested": {"tool_call_id": "c1", "tool_name": "rm", "timeout_s": 60},
     "tool.approval": {"tool_call_id": "c1", "decision": "denied", "decided_by": "alice"},
+    "agent.reasoning.delta": {"message_id": "m1", "delta": "hmm", "encrypted": False},
 }
 
 

@@ -35,6 +35,7 @@ def fetch_attempt(number: int) -> dict:
 
 EVENTS = [
     {"type": "user.message", "content": "hi @bob"},
+    {"type": "agent.reasoning.delta", "message_id": "think", "delta": "Weighing @bob's ask"},
     {"type": "agent.status", "status": "thinking", "message": "Pondering", "run_id": "r1"},
     {
         "type": "agent.continuation",

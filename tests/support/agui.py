@@ -41,6 +41,6 @@ def run_status(conversation: Conversation) -> list[tuple[str, str]]:
 
 
 def comparable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages without what differs between two deliveries of one stream (nothing yet:
-    timestamps come from the events)."""
-    return messages
+    """Messages without what differs between two deliveries of one stream: the time an
+    event without a `timestamp` (LangGraph sends none) was received."""
+    return [{key: value for key, value in m.items() if key != "timestamp"} for m in messages]

@@ -17,6 +17,11 @@ HOSTILE_TEMPLATES = {
         '{{"type": "message_end", "role": "user", "content": {value}, "timestamp": {ts}}}\n'
     ),
     "chatui": '{{"type": "user.message", "content": {value}, "timestamp": {ts}}}\n',
+    "agui": (
+        '{{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}}\n'
+        '{{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", '
+        '"delta": {value}, "timestamp": {ts}}}\n'
+    ),
 }
 
 
@@ -45,6 +50,10 @@ WRONG_SHAPES = {
     "legacy": ('{"messages": [["user", "hi"]]}', "messages[0]: a message must be a JSON object"),
     "agentspine": ('[{"type": "agent_start"}]\n', "line 1: each line must be a JSON object"),
     "chatui": ('{"type": 7}\n', "line 1: 'type' must be a string"),
+    "agui": (
+        '{"type": "RUN_STARTED"}\n["RUN_FINISHED"]\n',
+        "line 2: each line must be a JSON object",
+    ),
 }
 
 

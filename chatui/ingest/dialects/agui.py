@@ -55,7 +55,8 @@ from chatui.ingest.values import (
     unstorable,
 )
 
-from .files import Draft, TranscriptError, decode
+from .files import DIGEST_CHARS, Draft, TranscriptError, check_json, decode, jsonl_lines
+from .files import decode_json as decode_json_file
 
 #: Marks a logged event as AG-UI's: `Event.type` is this prefix and the AG-UI type.
 LOG_PREFIX = "agui."
@@ -133,6 +134,7 @@ def check(raw: dict[str, Any], index: int) -> Checked:
     kind = raw["type"]
     own_id = raw.get("event_id")
     payload = {key: value for key, value in raw.items() if key != "event_id"}
+    timestamp = _timestamp(payload.get("timestamp"), index)
     if kind in THINKING_TYPES:
         _check_thinking(payload, index)
     else:
@@ -167,7 +169,7 @@ def check(raw: dict[str, Any], index: int) -> Checked:
         event_id=own_id or derived_event_id(kind, payload, body_hash),
         body_hash=body_hash,
         run_id=run_id or "",
-        timestamp=_timestamp(payload.get("timestamp"), index),
+        timestamp=timestamp,
         derived_id=own_id is None,
     )
 
@@ -245,27 +247,29 @@ def _check_thinking(payload: dict[str, Any], index: int) -> None:
     title = payload.get("title")
     if title is not None and not isinstance(title, str):
         raise EventError("field 'title' must be a string", index=index, field="title")
-    stamp = payload.get("timestamp")
-    if stamp is not None and (not isinstance(stamp, int) or isinstance(stamp, bool)):
-        raise EventError(
-            "field 'timestamp' must be an integer (epoch milliseconds)",
-            index=index,
-            field="timestamp",
-        )
 
 
 def _timestamp(value: Any, index: int) -> datetime | None:
     """Epoch milliseconds (what AG-UI sends) as a UTC time."""
     if value is None:
         return None
-    try:
-        return _EPOCH + timedelta(milliseconds=int(value))
-    except (OverflowError, ValueError, TypeError):
+    if not isinstance(value, int) or isinstance(value, bool):
         raise EventError(
-            "field 'timestamp' is out of range (epoch milliseconds for years 1970 to 9999)",
+            "field 'timestamp' must be an integer: milliseconds since 1970 (AG-UI's time)",
             index=index,
             field="timestamp",
-        ) from None
+        )
+    try:
+        moment = _EPOCH + timedelta(milliseconds=value)
+    except OverflowError:
+        moment = None
+    if moment is None or moment.year > 9998:  # room for any time zone, as ingest keeps
+        raise EventError(
+            "field 'timestamp' must be milliseconds since 1970 within the years 1 to 9998",
+            index=index,
+            field="timestamp",
+        )
+    return moment
 
 
 def epoch_ms(moment: datetime) -> int:
@@ -279,21 +283,11 @@ def parse_sse(text: str) -> list[Any]:
     """Each `data:` of an SSE stream, decoded as JSON (strictly, as a request body is),
     in order; comments, `event:`, `id:` and `retry:` lines are SSE's own. A bad `data:`
     is an EventError naming its index among the stream's events."""
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
     events: list[Any] = []
-    try:
-        messages = list(EventSource(response).iter_sse())
-    except SSEError as problem:  # pragma: no cover - the content type is set above
-        raise EventError(f"not an SSE stream: {problem}") from None
-    for message in messages:
-        if not message.data.strip():
-            continue
-        index = len(events)
+    for index, data in enumerate(sse_data(text)):
         try:
             events.append(
-                decode_json(
-                    message.data, f"SSE event {index}", max_depth=settings.CHATUI_MAX_JSON_DEPTH
-                )
+                decode_json(data, f"SSE event {index}", max_depth=settings.CHATUI_MAX_JSON_DEPTH)
             )
         except EventError as problem:
             raise EventError(problem.message, index=index, status=problem.status) from None
@@ -302,48 +296,53 @@ def parse_sse(text: str) -> list[Any]:
     return events
 
 
+def sse_data(text: str) -> list[str]:
+    """The `data` of each SSE message that has any, read by httpx-sse's decoder (the
+    SSE rules: multi-line data joined, CRLF or CR line ends, comments skipped)."""
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
+    try:
+        messages = list(EventSource(response).iter_sse())
+    except SSEError as problem:  # pragma: no cover - the content type is set above
+        raise EventError(f"not an SSE stream: {problem}") from None
+    return [message.data for message in messages if message.data.strip()]
+
+
 # -- the importer's `agui` format ----------------------------------------------------------
 
 
 def parse(raw: bytes) -> Draft:
     """A file of AG-UI events, one JSON object per line (JSONL) or the SSE text itself.
-    Each line keeps its events as sent, stamped with an `event_id` from the file's
-    digest and its place in it, so importing the same file twice is all duplicates."""
+    Each keeps its events as sent, stamped with an `event_id` from the file's digest and
+    its place in it, so importing the same file twice is all duplicates; validation is
+    ingest's own (its errors name the line or SSE event)."""
     text = decode(raw)
-    digest = hashlib.sha256(raw).hexdigest()
-    prefix = f"import:{digest[:12]}"
     if _looks_like_sse(text):
-        try:
-            items = parse_sse(text)
-        except EventError as problem:
-            where = f"SSE event {problem.index}" if problem.index is not None else None
-            raise TranscriptError(problem.message, where=where) from None
-        places = [f"SSE event {n}" for n in range(len(items))]
+        items = []
+        for number, data in enumerate(sse_data(text)):
+            where = f"SSE event {number}"
+            value = decode_json_file(data, where=where)
+            if not isinstance(value, dict):
+                raise TranscriptError("each event must be a JSON object", where=where)
+            check_json(value, where=where)
+            items.append((where, value))
     else:
-        items, places = [], []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append(decode_json(line, "line", max_depth=settings.CHATUI_MAX_JSON_DEPTH))
-            except EventError as problem:
-                raise TranscriptError(problem.message, where=f"line {number}") from None
-            places.append(f"line {number}")
-    draft = Draft(digest=digest)
+        items = [(f"line {number}", value) for number, value in jsonl_lines(text)]
+    if not items:
+        raise TranscriptError("the file holds no events")
     limit = settings.CHATUI_IMPORT_MAX_EVENTS
     if len(items) > limit:
         raise TranscriptError(
             f"the file makes more than {limit} events (CHATUI_IMPORT_MAX_EVENTS); split it"
         )
-    for number, (item, where) in enumerate(zip(items, places, strict=True), start=1):
+    draft = Draft(digest=hashlib.sha256(raw).hexdigest())
+    prefix = f"import:{draft.digest[:DIGEST_CHARS]}"
+    for number, (where, item) in enumerate(items, start=1):
         if not is_agui(item):
-            kind = item.get("type") if isinstance(item, dict) else None
-            shown = kind[:60] if isinstance(kind, str) else type(item).__name__
+            kind = item.get("type")
+            shown = kind[:60] if isinstance(kind, str) else type(kind).__name__
             raise TranscriptError(f"not an AG-UI event (type '{shown}')", where=where)
         draft.events.append({**item, "event_id": f"{prefix}:{number}"})
         draft.origins.append(where)
-    if not draft.events:
-        raise TranscriptError("the file holds nothing to import")
     return draft
 
 
@@ -771,14 +770,25 @@ def snapshot_messages(messages: list[Any]) -> list[dict[str, Any]]:
                 continue
             entry["tool_call_id"] = call_id
             entry["result"] = result_value(message.get("content"))
-            error = message.get("error")
-            if message.get("status") == "error" and not isinstance(error, str):
-                error = _content_text(message.get("content")) or "tool failed"
-            entry["error"] = error if isinstance(error, str) and error else None
+            entry["error"] = _tool_error(message)
         else:
             continue
         plain.append(entry)
     return plain
+
+
+def _tool_error(message: dict[str, Any]) -> str | None:
+    """A tool message's error text, or None when it succeeded. ag-ui-langgraph sets
+    `error` to the bare word "error" (its status) and keeps the text in `content`; a
+    LangChain message in a state says `status: "error"`."""
+    error = message.get("error")
+    failed = (isinstance(error, str) and error.strip()) or message.get("status") == "error"
+    if not failed:
+        return None
+    text = _content_text(message.get("content")).strip()
+    if isinstance(error, str) and error.strip() and (" " in error.strip() or not text):
+        return error
+    return text or (error if isinstance(error, str) and error.strip() else TOOL_FAILED)
 
 
 def _content_text(content: Any) -> str:
