@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from ag_ui.core import RunAgentInput
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from chatui.agents import STOPPED_BY_USER, is_running, start_run, stop_run, wait_for_run
 from chatui.agents.agui import AGUIAgent, resume_run_id
@@ -315,7 +317,7 @@ def wait_until(predicate, timeout=20.0):
     return asyncio.run(poll())
 
 
-@pytest.mark.parametrize("decision", ["approved", "denied"])
+@pytest.mark.parametrize("decision", ["approved", "denied", "expired"])
 def test_a_tool_call_interrupt_asks_a_person_and_the_decision_resumes_the_run(
     conversation, agents, settings, decision
 ):
@@ -325,7 +327,10 @@ def test_a_tool_call_interrupt_asks_a_person_and_the_decision_resumes_the_run(
     (deploy,) = tools(conversation)
     assert deploy.tool_name == "deploy" and deploy.tool_status == ToolStatus.AWAITING_APPROVAL
 
-    approvals.decide_as(conversation, deploy.tool_call_id, decision, "alice", note="not today")
+    if decision == "expired":  # nobody decided before the deadline: the server did
+        assert approvals.expire_overdue(conversation, now=timezone.now() + timedelta(days=1))
+    else:
+        approvals.decide_as(conversation, deploy.tool_call_id, decision, "alice", note="no")
     resumed = resume_run_id(run_id)
     assert wait_until(
         lambda: (
@@ -338,6 +343,17 @@ def test_a_tool_call_interrupt_asks_a_person_and_the_decision_resumes_the_run(
     deploy.refresh_from_db()
     if decision == "approved":
         assert deploy.tool_status == ToolStatus.SUCCESS and DEPLOYED in deploy.content
-    else:
-        assert deploy.tool_status == ToolStatus.DENIED
+    else:  # the agent was told no (Pydantic AI's ToolDenied): the tool never ran
+        assert deploy.tool_status == ToolStatus.DENIED and DEPLOYED not in deploy.content
+    # What the resumed run carried: one resume entry answering the interrupt.
+    (entry,) = build_input(conversation, "again", "", resume_of=run_id)["resume"]
+    assert entry["interruptId"].endswith(deploy.tool_call_id) and entry["status"] == "resolved"
+    assert (
+        entry["payload"]
+        == {
+            "approved": {"approved": True},
+            "denied": {"approved": False, "reason": "no"},
+            "expired": {"approved": False, "reason": "the approval request expired"},
+        }[decision]
+    )
     assert "deployment handled" in answer(conversation)
