@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.agui_agents import SLOW_TOOL_ENDS, serve_agents
+from tests.support.agui_agents import DEPLOYED, SLOW_TOOL_ENDS, THREAD_ROUTES, serve_agents
 from tests.support.browser import Watch, wait_connected
 from tests.support.live import LiveServer
 
@@ -22,24 +22,22 @@ def agents():
 @pytest.fixture(scope="module")
 def agui_chatui(chatui_server, agents, tmp_path_factory):
     """A daphne on the session server's database (so its login holds) whose composer
-    runs the AG-UI agent at `path`: one per agent, started when first asked for."""
-    servers = {}
+    runs AG-UI agents: each conversation talks to the agent its test registers
+    (`THREAD_ROUTES`, by the conversation's id, the RunAgentInput's threadId)."""
+    server = LiveServer(
+        tmp_path_factory.mktemp("agui-live"),
+        extra_env={"CHATUI_AGENT": "agui", "CHATUI_AGUI_URL": agents.url("/by-thread")},
+        database_url=chatui_server.env["DATABASE_URL"],
+    )
+    server.start()  # the database is the session server's: migrated, its user in it
 
-    def serve(path: str) -> LiveServer:
-        if path not in servers:
-            server = LiveServer(
-                tmp_path_factory.mktemp("agui-live"),
-                extra_env={"CHATUI_AGENT": "agui", "CHATUI_AGUI_URL": agents.url(path)},
-                database_url=chatui_server.env["DATABASE_URL"],
-            )
-            server.prepare()
-            server.start()
-            servers[path] = server
-        return servers[path]
+    def talking_to(path: str) -> tuple[LiveServer, str]:
+        conversation_id = chatui_server.new_conversation(f"AG-UI {path}")
+        THREAD_ROUTES[conversation_id] = path
+        return server, conversation_id
 
-    yield serve
-    for server in servers.values():
-        server.stop()
+    yield talking_to
+    server.stop()
 
 
 #: Records, for the page's lifetime, when (wall clock, ms) each tool card was first seen
@@ -65,10 +63,9 @@ def first_seen(seen: dict, name: str, status: str) -> float | None:
 
 @pytest.mark.parametrize("path", ["/pydantic", "/langgraph/"])
 def test_an_agui_agents_run_is_watched_live_from_the_composer(
-    browser, auth_state, chatui_server, agui_chatui, path
+    browser, auth_state, agui_chatui, path
 ):
-    server = agui_chatui(path)
-    conversation_id = chatui_server.new_conversation("AG-UI")
+    server, conversation_id = agui_chatui(path)
     context = browser.new_context(storage_state=auth_state)
     page = context.new_page()
     watch = Watch(origin=f"127.0.0.1:{server.port}")
@@ -101,5 +98,38 @@ def test_an_agui_agents_run_is_watched_live_from_the_composer(
     answer = page.locator("#transcript [data-role=assistant]").last
     expect(answer.locator("h2")).to_have_text("Result")
     expect(answer.locator("strong", has_text="green")).to_be_visible()
+    assert watch.page_errors == []
+    context.close()
+
+
+def test_an_agui_interrupt_is_approved_on_the_page_and_the_agent_resumes(
+    browser, auth_state, agui_chatui
+):
+    """docs/events.md#approvals through AG-UI: the agent's `interrupt` outcome puts its tool call
+    awaiting approval; Approve on the page starts the run that resumes it, and the tool
+    runs."""
+    server, conversation_id = agui_chatui("/pydantic-approval")
+    context = browser.new_context(storage_state=auth_state)
+    page = context.new_page()
+    watch = Watch(origin=f"127.0.0.1:{server.port}")
+    watch.attach(page)
+    page.goto(f"{server.url}/c/{conversation_id}/")
+    wait_connected(page)
+
+    composer = page.locator("form#composer textarea[name=content]")
+    composer.fill("Deploy build 1423.")
+    composer.press("Enter")
+    deploy = page.locator("#transcript [data-tool-call-id]", has_text="deploy")
+    expect(deploy).to_have_attribute("data-status", "awaiting_approval", timeout=15000)
+    deploy.locator("[data-approve]").click()
+
+    expect(deploy).to_have_attribute("data-status", "success", timeout=15000)
+    expect(deploy).to_contain_text(DEPLOYED)
+    expect(page.locator("#run-state")).to_have_attribute(
+        "data-conversation-status", "completed", timeout=15000
+    )
+    expect(page.locator("#transcript [data-role=assistant]").last).to_contain_text(
+        "deployment handled"
+    )
     assert watch.page_errors == []
     context.close()

@@ -346,7 +346,43 @@ def langgraph_app() -> Any:
 # -- serving ----------------------------------------------------------------------------
 
 
-def test_app() -> Starlette:
+#: threadId -> the path of the agent that conversation talks to (`ByThread`).
+THREAD_ROUTES: dict[str, str] = {}
+
+
+class ByThread:
+    """ASGI: `POST /by-thread` goes to the agent registered for the RunAgentInput's
+    `threadId` (the conversation), so one chatui server can talk to every test agent."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/by-thread":
+            return await self.app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        path = THREAD_ROUTES.get(json.loads(body).get("threadId"), "/unregistered")
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # then the client's disconnect, when it goes
+
+        await self.app({**scope, "path": path, "raw_path": path.encode()}, replay, send)
+
+
+def agents_app() -> Any:
+    return ByThread(_routes())
+
+
+def _routes() -> Starlette:
     return Starlette(
         routes=[
             Route("/pydantic", _adapter_route(pydantic_agent()), methods=["POST"]),
@@ -379,7 +415,7 @@ def serve_agents(app: Any = None) -> Iterator[AgentServer]:
     """The agents under a real uvicorn, on a free port, in a thread of this process."""
     port = free_port()
     config = uvicorn.Config(
-        app or test_app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        app or agents_app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="agui-agents", daemon=True)
