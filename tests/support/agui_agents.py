@@ -19,7 +19,13 @@ Each framework drives the same scenario with its own test model:
 - /instant: a Pydantic AI agent whose every run calls one tool at once and answers;
   the benchmark's agent (no sleeps, so the latency measured is chatui's).
 
-Every tool call gets a fresh id, so runs in one conversation never share ids.
+Every tool call gets a fresh id, so runs in one conversation never share ids. `ByThread`
+lets one chatui server talk to all of them (a conversation's runs go to the agent its
+test registered), and a few small agents misbehave on purpose (`MISBEHAVING_ROUTES`).
+
+Why it is long: two frameworks' agents, each scripted with its own test model, and the
+agents that fail in each way a run can fail, are served together so every test module
+and the benchmark start one server.
 """
 
 from __future__ import annotations
