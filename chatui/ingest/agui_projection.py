@@ -44,17 +44,13 @@ class AguiProjection:
     #: The projector's tool statuses (chatui.ingest.projection): finished, still open.
     FINISHED: tuple[str, ...]
     OPEN: tuple[str, ...]
+    # Caches of what the log says (a message's role, a subagent's parent call), never
+    # state of their own: a stream projects the same whichever batches it came in.
     _agui_roles: dict[str, str]
-    _agui_chunk_message: str
-    _agui_chunk_call: str
-    _agui_thinking: str
     _agui_subagents: dict[str, str]
 
     def _agui_reset(self) -> None:
         self._agui_roles = {}
-        self._agui_chunk_message = ""
-        self._agui_chunk_call = ""
-        self._agui_thinking = ""
         self._agui_subagents = {}
 
     # -- entry point ---------------------------------------------------------------
@@ -81,9 +77,8 @@ class AguiProjection:
         """START names the role (nothing shows yet: an empty START/END pair shows
         nothing, R3); CONTENT and CHUNK stream text into a message of that role."""
         message_id = fields["message_id"]
-        if fields.get("chunk"):
-            message_id = message_id or self._agui_chunk_message or self._open_chunk(event)
-            self._agui_chunk_message = message_id
+        if fields.get("chunk") and not message_id:
+            message_id = self._open_chunk(event)
         if "role" in fields:
             self._agui_roles[message_id] = fields["role"]
         delta = fields.get("delta", "")
@@ -213,10 +208,9 @@ class AguiProjection:
     def _agui_call_chunk(self, event: Event, fields: dict[str, Any]) -> None:
         """TOOL_CALL_CHUNK: a start when it names a new call, and its args. Chunks have no
         end: the args are read as soon as they parse as an object."""
-        call_id = fields["tool_call_id"] or self._agui_chunk_call
+        call_id = fields["tool_call_id"] or self._open_chunk_call(event)
         if not call_id:
             return
-        self._agui_chunk_call = call_id
         if self._tool(call_id) is None:
             self._on_agent_tool_started(
                 event, {"tool_call_id": call_id, "tool_name": fields["tool_name"] or "tool"}
@@ -231,6 +225,18 @@ class AguiProjection:
             self._read_args(message)
             self._save(message, event)
             self._link_attempts(message, event)
+
+    def _open_chunk_call(self, event: Event) -> str:
+        """A chunk that names no call continues the run's latest call."""
+        self.flush()
+        row = (
+            Message.objects.filter(
+                conversation=self.conversation, role=Role.TOOL, run_id=event.run_id
+            )
+            .order_by("-position")
+            .first()
+        )
+        return row.tool_call_id if row is not None else ""
 
     def _agui_result(self, event: Event, fields: dict[str, Any]) -> None:
         """TOOL_CALL_RESULT completes the call; its message id is kept so an outcome
@@ -398,22 +404,19 @@ class AguiProjection:
 
     def _agui_interrupt(self, event: Event, fields: dict[str, Any]) -> None:
         """docs/events.md#approvals: an interrupt for a tool call puts it in
-        `awaiting_approval`; another kind of interrupt says why the agent stopped."""
+        `awaiting_approval` (other interrupts are `_agui_stopped`)."""
         call_id = fields["tool_call_id"]
-        if fields["reason"] == "tool_call" and call_id:
-            entry = self._tool(call_id)
-            request = {
-                "tool_call_id": call_id,
-                "tool_name": entry.tool_name if entry is not None else "tool",
-                "reason": fields["message"],
-            }
-            self._on_agent_tool_approval_requested(event, request)
-            message = self._tool(call_id)
-            if message is not None and message.tool_status == ToolStatus.AWAITING_APPROVAL:
-                message.metadata["interrupt"] = fields
-                self._save(message, event)
-            return
-        self._agui_stopped(event, {"reason": fields["message"] or fields["reason"]})
+        entry = self._tool(call_id)
+        request = {
+            "tool_call_id": call_id,
+            "tool_name": entry.tool_name if entry is not None else "tool",
+            "reason": fields["message"],
+        }
+        self._on_agent_tool_approval_requested(event, request)
+        message = self._tool(call_id)
+        if message is not None and message.tool_status == ToolStatus.AWAITING_APPROVAL:
+            message.metadata["interrupt"] = fields
+            self._save(message, event)
 
     def _agui_stopped(self, event: Event, fields: dict[str, Any]) -> None:
         reason = fields["reason"] or "interrupted"
@@ -445,17 +448,18 @@ class AguiProjection:
     # -- reasoning (R6) ------------------------------------------------------------
 
     def _agui_reasoning(self, event: Event, fields: dict[str, Any]) -> None:
+        """A message named by its id; the 0.x THINKING_* events and id-less chunks name
+        none: they continue the run's open reasoning block, or open one."""
         message_id = fields["message_id"]
-        if fields.get("thinking"):  # 0.x THINKING_*: no ids, one block at a time
-            if not self._agui_thinking and not fields["delta"]:
-                self._agui_thinking = f"{event.run_id or 'agui'}-thinking-{event.seq}"
-            message_id = self._agui_thinking or self._open_reasoning(event)
-            self._agui_thinking = message_id
-        elif fields.get("chunk") and not message_id:
-            message_id = self._open_reasoning(event)
+        if not message_id:
+            message_id = (
+                self._open_reasoning(event) or f"{event.run_id or 'agui'}-thinking-{event.seq}"
+            )
         self._on_agent_reasoning_delta(event, {"message_id": message_id, "delta": fields["delta"]})
 
     def _open_reasoning(self, event: Event) -> str:
+        """The run's latest reasoning block that has not ended, read from the rows (so a
+        stream posted event by event projects as it does in one batch)."""
         self.flush()
         row = (
             Message.objects.filter(
@@ -468,14 +472,10 @@ class AguiProjection:
             .order_by("-position")
             .first()
         )
-        if row is not None:
-            return row.message_id
-        return f"{event.run_id or 'agui'}-thinking-{event.seq}"
+        return row.message_id if row is not None else ""
 
     def _agui_reasoning_end(self, event: Event, fields: dict[str, Any]) -> None:
-        message_id = fields["message_id"]
-        if fields.get("thinking"):
-            message_id, self._agui_thinking = self._agui_thinking, ""
+        message_id = fields["message_id"] or self._open_reasoning(event)
         message = self._find(message_id) if message_id else None
         if message is None or "reasoning" not in message.metadata:
             return
@@ -528,6 +528,7 @@ class AguiProjection:
         content = message["content"]
         if self._find(message_id) is not None or not content.strip():
             return message_id
+        self.flush()  # what this call created is matched too
         if (
             Message.objects.filter(conversation=self.conversation, role=role, content=content)
             .exclude(message_id=message_id)

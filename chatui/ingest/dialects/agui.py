@@ -99,6 +99,11 @@ _ID_KEYS: dict[str, tuple[str, ...]] = {
     "SUBAGENT_ERROR": ("subagentRunId",),
 }
 _KEY_CHARS = 100
+#: Fields whose text becomes a key or a column of chatui's rows.
+_ID_FIELDS = (
+    "runId", "messageId", "toolCallId", "toolCallName", "parentMessageId", "entityId",
+    "subagentRunId", "parentToolCallId",
+)  # fmt: skip
 _DIGEST_CHARS = 16
 #: Pydantic AI's outcome marker on a tool result's message (REASONING_ENCRYPTED_VALUE).
 PYDANTIC_AI = "pydantic_ai"
@@ -150,17 +155,18 @@ def check(raw: dict[str, Any], index: int) -> Checked:
             index=index,
             field="event_id",
         )
-    for name in ("toolCallId", "toolCallName", "runId"):
+    # The ids and names chatui keys rows by: what its columns hold (the models allow "").
+    for name in _ID_FIELDS:
         value = payload.get(name)
+        if not isinstance(value, str):
+            continue
         limit = MAX_TOOL_NAME_CHARS if name == "toolCallName" else MAX_ID_CHARS
-        if isinstance(value, str) and len(value) > limit:
+        if not value.strip():
+            raise EventError(f"field '{name}' must not be empty", index=index, field=name)
+        if len(value) > limit:
             raise EventError(
                 f"field '{name}' must be at most {limit} characters", index=index, field=name
             )
-    if kind == "TOOL_CALL_START" and not payload["toolCallName"].strip():
-        raise EventError(
-            "field 'toolCallName' must not be empty", index=index, field="toolCallName"
-        )
     body_hash = hashlib.sha256(canonical_json(_without_time(payload)).encode()).hexdigest()
     run_id = payload.get("runId") if kind in ("RUN_STARTED", "RUN_FINISHED") else ""
     return Checked(
@@ -389,10 +395,15 @@ def _run_finished(event: dict[str, Any]) -> list[Op]:
         ops.append(("agui.usage", usage))
     outcome = event.get("outcome") if isinstance(event.get("outcome"), dict) else {}
     if outcome.get("type") == "interrupt":
-        for interrupt in outcome.get("interrupts") or []:
-            if not isinstance(interrupt, dict):
-                continue
-            ops.append(("agui.interrupt", _interrupt(interrupt)))
+        interrupts = [_interrupt(i) for i in outcome.get("interrupts") or [] if isinstance(i, dict)]
+        waiting = []
+        for interrupt in interrupts:
+            if interrupt["reason"] == "tool_call" and interrupt["tool_call_id"]:
+                ops.append(("agui.interrupt", interrupt))
+            else:
+                waiting.append(interrupt["message"] or interrupt["reason"])
+        if waiting:  # one line says why the agent stopped, however many asked
+            ops.append(("agui.stopped", {"reason": "; ".join(dict.fromkeys(waiting))}))
     elif outcome.get("type") == "cancelled":
         ops.append(("agui.stopped", {"reason": "cancelled"}))
     ops.append(("agent.status", {"status": "completed"}))
@@ -591,17 +602,15 @@ def _reasoning_end(event: dict[str, Any]) -> list[Op]:
 
 
 def _thinking_start(event: dict[str, Any]) -> list[Op]:
-    return [("agui.reasoning", {"message_id": "", "delta": "", "thinking": True})]
+    return [("agui.reasoning", {"message_id": "", "delta": ""})]
 
 
 def _thinking_content(event: dict[str, Any]) -> list[Op]:
-    return [
-        ("agui.reasoning", {"message_id": "", "delta": _text(event, "delta"), "thinking": True})
-    ]
+    return [("agui.reasoning", {"message_id": "", "delta": _text(event, "delta")})]
 
 
 def _thinking_end(event: dict[str, Any]) -> list[Op]:
-    return [("agui.reasoning_end", {"message_id": "", "thinking": True})]
+    return [("agui.reasoning_end", {"message_id": ""})]
 
 
 def _encrypted_value(event: dict[str, Any]) -> list[Op]:
@@ -758,14 +767,14 @@ def snapshot_messages(messages: list[Any]) -> list[dict[str, Any]]:
         role = message.get("role")
         if not isinstance(role, str):
             role = _LANGCHAIN_ROLES.get(message.get("type"), "")
-        entry: dict[str, Any] = {"role": role, "id": _text(message, "id")}
+        entry: dict[str, Any] = {"role": role, "id": _key(message, "id")}
         if role == "user":
             entry["content"] = _content_text(message.get("content"))
         elif role == "assistant":
             entry["content"] = _content_text(message.get("content"))
             entry["tool_calls"] = _snapshot_calls(message)
         elif role == "tool":
-            call_id = _text(message, "toolCallId") or _text(message, "tool_call_id")
+            call_id = _key(message, "toolCallId") or _key(message, "tool_call_id")
             if not call_id:
                 continue
             entry["tool_call_id"] = call_id
@@ -791,6 +800,12 @@ def _tool_error(message: dict[str, Any]) -> str | None:
     return text or (error if isinstance(error, str) and error.strip() else TOOL_FAILED)
 
 
+def _key(item: dict[str, Any], name: str) -> str:
+    """An id a snapshot names, if chatui can key a row by it (else "": none)."""
+    value = _text(item, name)
+    return value if value.strip() and len(value) <= MAX_ID_CHARS else ""
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -807,7 +822,7 @@ def _snapshot_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     calls = message.get("toolCalls") or message.get("tool_calls") or []
     plain = []
     for call in calls if isinstance(calls, list) else []:
-        if not isinstance(call, dict) or not _text(call, "id"):
+        if not isinstance(call, dict) or not _key(call, "id"):
             continue
         function = call.get("function") if isinstance(call.get("function"), dict) else {}
         name = _text(function, "name") or _text(call, "name") or "tool"
