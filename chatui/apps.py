@@ -12,6 +12,8 @@ class ChatuiConfig(AppConfig):
     def ready(self) -> None:
         apply_defaults(settings)  # a host project sets only the CHATUI_* it changes
         # Connects the live push to ingest's on-commit signal, the approvals' deadlines
-        # and long polls to its approval signal, and the closing of sockets whose access
-        # was taken away to auth's signals.
+        # and long polls to its approval signal (and an AG-UI agent's interrupted run,
+        # resumed once its approvals are decided), and the closing of sockets whose
+        # access was taken away to auth's signals.
+        from chatui.agents import agui  # noqa: F401
         from chatui.live import approval_clock, broadcast, revocation  # noqa: F401

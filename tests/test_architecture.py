@@ -21,6 +21,8 @@ ALLOWED_FUNCTION_IMPORTS = {
     ("chatui.apps", "chatui.live.approval_clock"): SIGNALS,
     ("chatui.apps", "chatui.live.broadcast"): SIGNALS,
     ("chatui.apps", "chatui.live.revocation"): SIGNALS,
+    ("chatui.apps", "chatui.agents"): SIGNALS,
+    ("chatui.apps", "chatui.agents.agui"): SIGNALS,
 }
 
 

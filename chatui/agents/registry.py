@@ -21,6 +21,7 @@ AGENTS: dict[str, str | Callable[..., Agent]] = {
     "showcase": "chatui.agents.demo.ShowcaseAgent",
     "openai": "chatui.agents.openai.OpenAIAgent",
     "webhook": "chatui.agents.webhook.WebhookAgent",
+    "agui": "chatui.agents.agui.AGUIAgent",
 }
 
 
