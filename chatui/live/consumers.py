@@ -34,7 +34,7 @@ from chatui.db.layer_health import HEALTH, layer_errors
 from chatui.ingest.values import parse_seq
 from chatui.models import Conversation
 
-from . import frames
+from . import fanout, frames
 from .broadcast import group_name, rows_group
 from .revocation import session_group, session_user, user_group
 from .socket_places import Place, SocketPlaces
@@ -126,6 +126,15 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.held_flush: asyncio.TimerHandle | None = None
         self.flushing: set[asyncio.Task] = set()
         self.accepted = False
+        # The layer was lost while this socket was still connecting (joined, not yet
+        # accepted): closed for resume as soon as it is accepted.
+        self.resume_when_accepted = False
+
+    @property
+    def channel_layer_alias(self) -> str:  # type: ignore[override]
+        """Each process's own memberships, fanned out from one message per process per
+        group (chatui.live.fanout, docs/SCALING.md#fan-out)."""
+        return fanout.live_alias()
 
     async def __call__(self, scope, receive, send) -> None:
         await ending_when_cancelled(self._serve(scope, receive, send))
@@ -133,7 +142,6 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
     async def _serve(self, scope, receive, send) -> None:
         self.loop = asyncio.get_running_loop()
         running.add(self)
-        HEALTH.watch_while(lambda: bool(running))
         try:
             await super().__call__(scope, receive, send)
         except layer_errors() as error:
@@ -301,6 +309,9 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             return False
         await self._join(group)
         await self.accept()
+        if self.resume_when_accepted:
+            await self.close_for_resume()
+            return False
         return True
 
     @database_sync_to_async
@@ -347,18 +358,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
     # -- bookkeeping ---------------------------------------------------------------
 
     async def _join(self, group: str) -> None:
-        await self.channel_layer.group_add(group, self.channel_name)
+        await fanout.group_add(group, self.channel_name)
         self.joined.append(group)
 
     async def _leave_groups(self) -> None:
+        # In-process only (the relay unsubscribes in its own time): never waits on Redis.
         while self.joined:
-            group = self.joined.pop()
-            if HEALTH.is_down():
-                continue  # nothing to leave: Redis comes back without them, or they expire
-            try:
-                await self.channel_layer.group_discard(group, self.channel_name)
-            except layer_errors() as error:
-                HEALTH.lost(error)
+            await fanout.group_discard(self.joined.pop(), self.channel_name)
 
     def _drop_held(self) -> None:
         """Closing: held streamed text is not sent (the page resumes by seq)."""
@@ -412,14 +418,18 @@ class ConversationListConsumer(TranscriptConsumer):
 
 
 def close_every_socket_for_resume() -> None:
-    """The layer is lost: every viewer's socket in this process is closed with
-    CLOSE_TRY_AGAIN. The frames sent meanwhile are gone, and a Redis that restarts
-    comes back without the sockets' group memberships: a socket left open would stay
-    silent. Reconnecting, the page gets what it missed from the event log."""
+    """The layer is lost (or the live relay's subscription cut): every viewer's socket
+    in this process is closed with CLOSE_TRY_AGAIN. The frames published meanwhile are
+    gone: a socket left open would miss them. Reconnecting, the page gets what it
+    missed from the event log. A socket still connecting is closed once accepted."""
     for consumer in list(running):
-        if not consumer.ended and consumer.accepted:
+        if consumer.ended:
+            continue
+        if consumer.accepted:
             # From the consumer's own loop (the failure may be noticed on another thread).
             consumer.loop.call_soon_threadsafe(_start_closing, consumer)
+        else:
+            consumer.resume_when_accepted = True
 
 
 def _start_closing(consumer: TranscriptConsumer) -> None:
