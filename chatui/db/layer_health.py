@@ -8,11 +8,12 @@ dropped at once, handshakes are answered with a close the page retries on); a pr
 notices its return and logs one line for that, with how long it was away and how
 many frames were not sent.
 
-Whoever depends on the layer learns when it is lost (`on_lost`): the viewers' sockets
-(chatui.live.consumers) are closed with a code the page reconnects on, because the
-frames published meanwhile are gone; the page resumes by seq. The live relay
-(chatui.live.fanout) reports a cut subscription (`interrupted`) the same way, also when
-Redis is back before anyone noticed it was away (a fast restart).
+Whoever depends on the layer learns when it is lost (`on_lost`): the frames published
+meanwhile are gone, and the viewers (chatui.live.consumers) catch up from the event log
+once the live relay (chatui.live.fanout) has subscribed again — or, where memberships
+live in Redis (a host project's own layer, no relay), their sockets are closed with a
+code the page reconnects on and resumes by seq. The relay reports a cut subscription
+(`interrupted`), also when Redis is back before anyone noticed it was away.
 """
 
 from __future__ import annotations
@@ -79,14 +80,12 @@ class LayerHealth:
             self._confirm = loop.create_task(self._confirm_lost(error))
 
     def interrupted(self, error: BaseException) -> None:
-        """The live relay's subscription was cut (chatui.live.fanout): whatever was
-        published meanwhile is lost for this process, so its sockets are closed for
-        resume at once. Then, as for any failure: an outage if a PING fails too (one
-        line); if Redis answers — it restarted faster than we noticed, or only the
-        connection dropped — one line saying so."""
+        """The live relay's subscription was cut (chatui.live.fanout; its sockets catch
+        up when it has subscribed again). As for any failure: an outage if a PING fails
+        too (one line); if Redis answers — it restarted faster than we noticed, or only
+        the connection dropped — one line saying so."""
         if self.down_since is not None:
-            return  # the outage closed the sockets already
-        self._tell_lost()
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -110,8 +109,7 @@ class LayerHealth:
             if cut:
                 logger.warning(
                     "channel layer: the live relay's connection was cut (%s: %s) in process "
-                    "%d and Redis answers again: viewers' sockets are closed with 1013 and "
-                    "resume from the event log",
+                    "%d and Redis answers again: viewers catch up from the event log",
                     type(error).__name__,
                     error,
                     os.getpid(),
@@ -122,8 +120,8 @@ class LayerHealth:
         self.dropped = 0
         self.outages += 1
         logger.warning(
-            "channel layer unreachable (%s: %s) in process %d: live frames paused; viewers' "
-            "sockets are closed with 1013 and resume from the event log when it is back",
+            "channel layer unreachable (%s: %s) in process %d: live frames paused, new "
+            "sockets answered with 1013; viewers catch up from the event log when it is back",
             type(error).__name__,
             error,
             os.getpid(),

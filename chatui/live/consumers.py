@@ -245,6 +245,24 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             self.text_sent_at = asyncio.get_running_loop().time()
             await self._send_frame(held.last_seq, held.html())
 
+    async def live_catch_up(self, message: dict) -> None:
+        """This process subscribed again after its relay's connection was cut
+        (chatui.live.fanout): what was published meanwhile never came. Access is
+        re-checked first (a revocation sent meanwhile was lost too), then the page gets
+        what it missed from the event log, before any frame published since (those
+        queue behind this message). The socket stays open: no handshake again."""
+        if self.ended:
+            return
+        await self.access_recheck()
+        if self.ended:
+            return
+        await self._send_held()
+        replay = await shared_replay(
+            self.conversation_id, self.last_sent_seq, message.get("round", 0)
+        )
+        if replay is not None and replay.last_seq > self.last_sent_seq:
+            await self._send_frame(replay.last_seq, replay.html)
+
     async def session_ended(self, message: dict) -> None:
         """The session logged out (chatui.live.revocation): close without asking the database."""
         await self._end(CLOSE_FORBIDDEN)
@@ -406,6 +424,10 @@ class ConversationListConsumer(TranscriptConsumer):
     async def _authorise(self, user) -> int | None:
         return self._verdict(user)  # no database: the reader's own rows
 
+    async def live_catch_up(self, message: dict) -> None:
+        """Rows are not replayed by seq: the socket is closed for resume, as before."""
+        await self.close_for_resume()
+
     async def list_row(self, message: dict) -> None:
         """A conversation row rendered once by the broadcaster (chatui.live.broadcast)."""
         if not self.ended:
@@ -418,10 +440,15 @@ class ConversationListConsumer(TranscriptConsumer):
 
 
 def close_every_socket_for_resume() -> None:
-    """The layer is lost (or the live relay's subscription cut): every viewer's socket
-    in this process is closed with CLOSE_TRY_AGAIN. The frames published meanwhile are
-    gone: a socket left open would miss them. Reconnecting, the page gets what it
-    missed from the event log. A socket still connecting is closed once accepted."""
+    """The layer is lost. With the live relay (cluster mode) the sockets stay open and
+    catch up when it has subscribed again (`live_catch_up`). Without it — a host
+    project's own shared layer, memberships in Redis — every viewer's socket in this
+    process is closed with CLOSE_TRY_AGAIN: the frames published meanwhile are gone,
+    and a Redis that restarts comes back without the memberships. Reconnecting, the page
+    gets what it missed from the event log. A socket still connecting is closed once
+    accepted."""
+    if fanout.relay_url() is not None:
+        return
     for consumer in list(running):
         if consumer.ended:
             continue
@@ -439,4 +466,22 @@ def _start_closing(consumer: TranscriptConsumer) -> None:
 
 
 _closing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
-HEALTH.on_lost(close_every_socket_for_resume)
+
+
+#: The replays of a catch-up, by (conversation, after, the relay's round): 30 viewers of
+#: a conversation in a process, all at the same seq, read and render it once.
+_replays: dict[tuple[str, int, int], asyncio.Future] = {}
+#: How long a catch-up's replay is shared. Read after the relay subscribed again, it and
+#: the frames queued since cover everything; the next cut is another round.
+REPLAY_SHARED_SECONDS = 10.0
+
+
+async def shared_replay(conversation_id: str, after: int, round_: int) -> frames.Frame | None:
+    key = (conversation_id, after, round_)
+    replay = _replays.get(key)
+    if replay is None:
+        replay = _replays[key] = asyncio.ensure_future(
+            database_sync_to_async(frames.replay_frame)(conversation_id, after)
+        )
+        asyncio.get_running_loop().call_later(REPLAY_SHARED_SECONDS, _replays.pop, key, None)
+    return await asyncio.shield(replay)

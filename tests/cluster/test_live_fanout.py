@@ -134,3 +134,26 @@ def test_sockets_whose_relay_connection_was_cut_are_closed_for_resume(server, re
         more = server.post_events(conversation, {"type": "user.message", "content": "again"})
         found = FRAME_MARKER.match(socket.recv(timeout=PATIENCE))
     assert found and int(found[2]) == more["last_seq"]
+
+
+def test_viewers_open_across_a_redis_outage_catch_up_without_reconnecting(server, redis_server):
+    """Redis stopped for a while, events written meanwhile, Redis started again (empty):
+    each open socket gets what it missed from the event log once its process has
+    subscribed again, without a new handshake — 300 sockets closed for resume had cost
+    300 handshakes at once (bench/cluster_faults.py)."""
+    conversation = server.new_conversation("outage")
+    with ExitStack() as stack:
+        sockets = open_viewers(stack, server, conversation)
+        redis_server.stop()
+        for n in range(3):
+            done = server.post_events(conversation, {"type": "user.message", "content": f"{n}"})
+        redis_server.start()
+        shown = []
+        for socket in sockets:
+            last = 0
+            while last < done["last_seq"]:
+                found = FRAME_MARKER.match(socket.recv(timeout=PATIENCE))
+                assert found, "a frame starts with its seq marker"
+                last = int(found[2])
+            shown.append(last)
+    assert shown == [done["last_seq"]] * VIEWERS
