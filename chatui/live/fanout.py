@@ -134,9 +134,9 @@ def relay_here() -> Relay | None:
 
 
 def client_for(url: str) -> redis.asyncio.Redis:
-    # No retries: a read or a send that fails must be seen as failed (redis-py would
-    # otherwise reconnect, subscribe again and go on, and the frames published while
-    # the connection was away would be lost without anyone knowing).
+    # No retries inside redis-py: a read that fails must be seen as failed (redis-py
+    # would otherwise reconnect, subscribe again and go on, and the frames published
+    # while the connection was away would be lost without anyone knowing).
     return redis.asyncio.Redis.from_url(
         url, socket_timeout=SOCKET_TIMEOUT, retry=Retry(NoBackoff(), 0)
     )
@@ -250,7 +250,7 @@ class Relay:
         (Redis runs it at once: no message published after it comes before the last
         of its confirmations), each joined as a join does."""
         groups = [group for group, count in self.members.items() if count > 0]
-        if not groups:
+        if not groups or not self.cuts:  # the first connection: joins subscribe themselves
             return
         for group in groups:
             confirmed = self.loop.create_future()
@@ -318,10 +318,19 @@ async def publish(messages: list[tuple[str, dict[str, Any]]]) -> None:
     client = _publishers.get(loop)
     if client is None:
         client = _publishers[loop] = client_for(relay_url() or "")
-    async with client.pipeline(transaction=False) as pipe:
-        for group, message in messages:
-            pipe.publish(CHANNEL_PREFIX + group, encode(message))
-        await pipe.execute()
+    # Tried twice: after Redis restarted, each pooled connection fails once when next
+    # used ("Connection closed by server"), and that frame was lost
+    # (tests/cluster/test_redis_outage.py). A frame sent twice is shown once (its seq).
+    for attempt in (1, 2):
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                for group, message in messages:
+                    pipe.publish(CHANNEL_PREFIX + group, encode(message))
+                await pipe.execute()
+            return
+        except redis.exceptions.ConnectionError:
+            if attempt == 2:
+                raise
 
 
 _sync_client: redis.Redis | None = None
