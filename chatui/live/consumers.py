@@ -172,9 +172,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if not await self._admit(self.scope["user"], group_name(self.conversation_id)):
             return
         self.last_sent_seq = self._after()
-        replay = await database_sync_to_async(frames.replay_frame)(
-            self.conversation_id, self.last_sent_seq
-        )
+        replay = await shared_replay(self.conversation_id, self.last_sent_seq, self.joined_at)
         if replay is not None:
             await self._send_frame(replay.last_seq, replay.html)
         self.watcher = asyncio.create_task(self._recheck_periodically())
@@ -264,9 +262,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if self.ended:
             return
         await self._send_held()
-        replay = await shared_replay(
-            self.conversation_id, self.last_sent_seq, message.get("round", 0)
-        )
+        replay = await shared_replay(self.conversation_id, self.last_sent_seq, message["at"])
         if replay is not None and replay.last_seq > self.last_sent_seq:
             await self._send_frame(replay.last_seq, replay.html)
 
@@ -337,6 +333,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             await self._end(verdict)
             return False
         await self._join(group)
+        self.joined_at = asyncio.get_running_loop().time()
         await self.accept()
         if self.resume_when_accepted:
             await self.close_for_resume()
@@ -490,20 +487,43 @@ def _start_closing(consumer: TranscriptConsumer) -> None:
 _closing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
 
 
-#: The replays of a catch-up, by (conversation, after, the relay's round): 30 viewers of
-#: a conversation in a process, all at the same seq, read and render it once.
-_replays: dict[tuple[str, int, int], asyncio.Future] = {}
-#: How long a catch-up's replay is shared. Read after the relay subscribed again, it and
-#: the frames queued since cover everything; the next cut is another round.
-REPLAY_SHARED_SECONDS = 10.0
+#: Replays being read, by (conversation, after): (loop time the read was asked for, it).
+#: After a fault the pages of a conversation reconnect (or catch up) at once, most at
+#: the same seq: one database read and render serves them all.
+_replays: dict[tuple[str, int], tuple[float, asyncio.Future]] = {}
+#: How long a replay stays shareable.
+REPLAY_SHARED_SECONDS = 5.0
 
 
-async def shared_replay(conversation_id: str, after: int, round_: int) -> frames.Frame | None:
-    key = (conversation_id, after, round_)
-    replay = _replays.get(key)
-    if replay is None:
-        replay = _replays[key] = asyncio.ensure_future(
-            database_sync_to_async(frames.replay_frame)(conversation_id, after)
-        )
-        asyncio.get_running_loop().call_later(REPLAY_SHARED_SECONDS, _replays.pop, key, None)
-    return await asyncio.shield(replay)
+class _Abandoned(Exception):
+    """The socket reading a shared replay ended before it had read it."""
+
+
+async def shared_replay(conversation_id: str, after: int, since: float) -> frames.Frame | None:
+    """What a page that has shown `after` missed, read after loop time `since` (when the
+    socket's group was joined or subscribed again: anything committed later comes as a
+    frame). A read asked for since then, by another socket, is shared; else this socket
+    reads it in its own task (no extra hop before the read) and shares it."""
+    loop = asyncio.get_running_loop()
+    key = (conversation_id, after)
+    entry = _replays.get(key)
+    if entry is not None and entry[0] > since:
+        with contextlib.suppress(_Abandoned):
+            return await asyncio.shield(entry[1])
+    shared: asyncio.Future = loop.create_future()
+    entry = _replays[key] = (loop.time(), shared)
+    loop.call_later(REPLAY_SHARED_SECONDS, _forget_replay, key, entry)
+    try:
+        replay = await database_sync_to_async(frames.replay_frame)(conversation_id, after)
+    except BaseException:
+        _forget_replay(key, entry)
+        shared.set_exception(_Abandoned())
+        shared.exception()  # retrieved: its waiters read for themselves
+        raise
+    shared.set_result(replay)
+    return replay
+
+
+def _forget_replay(key: tuple[str, int], entry: tuple[float, asyncio.Future]) -> None:
+    if _replays.get(key) is entry:
+        del _replays[key]

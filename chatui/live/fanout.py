@@ -283,7 +283,7 @@ class Relay:
             if group in self.rejoining:
                 self.rejoining.discard(group)
                 if not self.rejoining:
-                    catch_up_every_member(self.members, self.cuts)
+                    catch_up_every_member(self.members, self.loop.time())
 
     async def _cut(self, error: BaseException) -> None:
         """The connection is gone, and with it every subscription and whatever was
@@ -354,16 +354,17 @@ def publish_now(group: str, message: dict[str, Any]) -> None:
 CATCH_UP = "live.catch_up"
 
 
-def catch_up_every_member(groups, round_: int) -> None:
+def catch_up_every_member(groups, at: float) -> None:
     """Put CATCH_UP, once, in the queue of every channel in `groups` (at once, from the
-    reader: ahead of any frame published after the groups were subscribed again). A
+    reader: ahead of any frame published after the groups were subscribed again, loop
+    time `at`: the replay each socket then sends is read after it). A
     full queue has frames waiting anyway: its socket sees a gap and the page resumes."""
     layer = live_layer()
     expires = time.time() + layer.expiry
     channels = {channel for group in list(groups) for channel in layer.groups.get(group, ())}
     for channel in channels:
         with contextlib.suppress(asyncio.QueueFull):
-            queue_of(layer, channel).put_nowait((expires, {"type": CATCH_UP, "round": round_}))
+            queue_of(layer, channel).put_nowait((expires, {"type": CATCH_UP, "at": at}))
 
 
 def queue_of(layer: InMemoryChannelLayer, channel: str) -> asyncio.Queue:
