@@ -36,6 +36,7 @@ from chatui.models import Conversation
 
 from . import fanout, frames
 from .broadcast import group_name, rows_group
+from .replays import shared_replay
 from .revocation import session_group, session_user, user_group
 from .socket_places import Place, SocketPlaces
 
@@ -485,45 +486,4 @@ def _start_closing(consumer: TranscriptConsumer) -> None:
 
 
 _closing: set[asyncio.Task] = set()  # held: the loop keeps only weak references
-
-
-#: Replays being read, by (conversation, after): (loop time the read was asked for, it).
-#: After a fault the pages of a conversation reconnect (or catch up) at once, most at
-#: the same seq: one database read and render serves them all.
-_replays: dict[tuple[str, int], tuple[float, asyncio.Future]] = {}
-#: How long a replay stays shareable.
-REPLAY_SHARED_SECONDS = 5.0
-
-
-class _Abandoned(Exception):
-    """The socket reading a shared replay ended before it had read it."""
-
-
-async def shared_replay(conversation_id: str, after: int, since: float) -> frames.Frame | None:
-    """What a page that has shown `after` missed, read after loop time `since` (when the
-    socket's group was joined or subscribed again: anything committed later comes as a
-    frame). A read asked for since then, by another socket, is shared; else this socket
-    reads it in its own task (no extra hop before the read) and shares it."""
-    loop = asyncio.get_running_loop()
-    key = (conversation_id, after)
-    entry = _replays.get(key)
-    if entry is not None and entry[0] > since:
-        with contextlib.suppress(_Abandoned):
-            return await asyncio.shield(entry[1])
-    shared: asyncio.Future = loop.create_future()
-    entry = _replays[key] = (loop.time(), shared)
-    loop.call_later(REPLAY_SHARED_SECONDS, _forget_replay, key, entry)
-    try:
-        replay = await database_sync_to_async(frames.replay_frame)(conversation_id, after)
-    except BaseException:
-        _forget_replay(key, entry)
-        shared.set_exception(_Abandoned())
-        shared.exception()  # retrieved: its waiters read for themselves
-        raise
-    shared.set_result(replay)
-    return replay
-
-
-def _forget_replay(key: tuple[str, int], entry: tuple[float, asyncio.Future]) -> None:
-    if _replays.get(key) is entry:
-        del _replays[key]
+HEALTH.on_lost(close_every_socket_for_resume)
