@@ -174,8 +174,8 @@ class Relay:
         self.members[group] += 1
         try:
             if not self.connected.is_set():
-                # The first connection may be under way; after a cut, the socket is
-                # closed for resume and the page comes back when Redis does.
+                # The first connection may be under way; after a cut, this handshake
+                # is answered with 1013 and the page comes back when Redis does.
                 await asyncio.wait_for(self.tried.wait(), CONFIRM_SECONDS)
                 if not self.connected.is_set():
                     raise redis.exceptions.ConnectionError("the live relay is not connected")

@@ -4,9 +4,10 @@ process (chatui.live.fanout, docs/SCALING.md#fan-out).
 Found by bench/cluster_faults.py: with channels-redis's layer every frame went to every
 socket's own Redis channel, all of a process's through one serial receive, and frames
 reached 300 viewers 28 s late at p99 before any fault. Now a process subscribes once to
-a group whatever its number of viewers, a frame is one PUBLISH per group, and a cut
-subscription (Redis restarted faster than anyone noticed, or the connection alone
-dropped) closes the sockets for resume instead of leaving them silent.
+a group whatever its number of viewers, a frame is one PUBLISH per group, and after a cut
+subscription (Redis stopped, restarted faster than anyone noticed, or the connection
+alone dropped) the open sockets catch up from the event log instead of staying silent
+or all handshaking again.
 
 Each test runs a daphne of its own on a Redis of its own (pub/sub channels are
 server-wide, and one test cuts connections), sharing the tests' PostgreSQL.
@@ -103,11 +104,12 @@ def test_a_frame_is_published_once_per_group_and_reaches_every_viewer(server, re
     assert len(published) == 2, [message["data"][:80] for message in published]
 
 
-def test_sockets_whose_relay_connection_was_cut_are_closed_for_resume(server, redis_server):
+def test_sockets_whose_relay_connection_was_cut_are_never_left_silent(server, redis_server):
     """The relay's connection dropped while Redis stayed up (as after a restart quicker
     than anyone noticed): what was published meanwhile is lost for the process, so its
-    sockets must be closed with a code the page resumes on, or get the next frame —
-    never stay silent; and the process says so in one line, without a traceback."""
+    sockets must catch up and get the next frame, or be closed with a code the page
+    resumes on — never stay silent; and the process says so in one line, without a
+    traceback."""
     conversation = server.new_conversation("cut")
     with ExitStack() as stack:
         sockets = open_viewers(stack, server, conversation)

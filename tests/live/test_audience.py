@@ -165,11 +165,21 @@ async def test_10_a_busy_conversation_row_goes_out_once_an_interval_and_ends_cur
         await close_writer_connections()  # the writer thread outlives the test database
 
 
-def test_10_a_row_written_outside_an_event_loop_goes_out_at_once(conversation):
+@pytest.mark.asyncio
+async def test_10_a_row_written_outside_an_event_loop_goes_out_at_once(conversation):
+    # The socket's side on this test's loop (in cluster mode its process's relay lives
+    # there); the writes from a thread of no event loop, as built-in agents and the admin.
     layer = live_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(fanout.group_add)(rows_group(conversation.owner_id), channel)
-    for n in range(3):
-        ingest(conversation, started(f"c{n}"))  # as built-in agents and the admin write
-    rows = async_to_sync(rows_received)(layer, channel, 0.2)
+    channel = await layer.new_channel()
+    await fanout.group_add(rows_group(conversation.owner_id), channel)
+
+    def write() -> None:
+        try:
+            for n in range(3):
+                ingest(conversation, started(f"c{n}"))
+        finally:
+            connection.close()  # this thread's: the test database is dropped after
+
+    await sync_to_async(write, thread_sensitive=False)()
+    rows = await rows_received(layer, channel, 0.2)
     assert ["1 tool" in rows[0], "2 tools" in rows[1], "3 tools" in rows[2]] == [True] * 3
