@@ -200,12 +200,22 @@ if os.environ.get("REDIS_URL"):
             },
         }
     }
+    # Live frames cross processes through Redis pub/sub, one message per process per
+    # group (chatui.live.fanout, docs/SCALING.md#fan-out); run workers keep the layer above.
+    CHATUI_LIVE_RELAY_URL = os.environ["REDIS_URL"]
 else:
     CHANNEL_LAYERS = {
         # The socket is a fast path only; resume from the event log covers what a
         # full queue drops.
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 5000}}
     }
+    CHATUI_LIVE_RELAY_URL = None
+# The viewers' sockets: each process's own group memberships, in memory, in both modes
+# (chatui.live.fanout). A full queue drops a frame; the page resumes by seq.
+CHANNEL_LAYERS["live"] = {
+    "BACKEND": "channels.layers.InMemoryChannelLayer",
+    "CONFIG": {"capacity": 5000},
+}
 
 # WebSockets (SEC4). An open socket re-checks its session and permission this often, as
 # a backstop for changes that send no signal (chatui.live.revocation handles those that do).

@@ -8,10 +8,12 @@ dropped at once, handshakes are answered with a close the page retries on); a pr
 notices its return and logs one line for that, with how long it was away and how
 many frames were not sent.
 
-Whoever holds state in the layer learns of both edges (`on_lost`, `on_back`): the
-viewers' sockets (chatui.live.consumers) are closed with a code the page reconnects on,
-because a Redis that restarts comes back empty — without the sockets' group
-memberships — and the frames sent meanwhile are gone; the page resumes by seq.
+Whoever depends on the layer learns when it is lost (`on_lost`): the frames published
+meanwhile are gone, and the viewers (chatui.live.consumers) catch up from the event log
+once the live relay (chatui.live.fanout) has subscribed again — or, where memberships
+live in Redis (a host project's own layer, no relay), their sockets are closed with a
+code the page reconnects on and resumes by seq. The relay reports a cut subscription
+(`interrupted`), also when Redis is back before anyone noticed it was away.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import logging
 import math
 import os
 import time
-import uuid
 from collections.abc import Callable
 
 from channels.layers import get_channel_layer
@@ -30,8 +31,6 @@ logger = logging.getLogger(__name__)
 
 #: While the layer is down, it is asked this often whether it is back.
 PROBE_SECONDS = 0.25
-#: While this process holds sockets, it checks this often that Redis still has its mark.
-MARK_SECONDS = 1.0
 
 
 def layer_errors() -> tuple[type[BaseException], ...]:
@@ -52,8 +51,6 @@ class LayerHealth:
         self._probe: asyncio.Task | None = None
         self._confirm: asyncio.Task | None = None
         self._lost_listeners: list[Callable[[], None]] = []
-        self._watch: asyncio.Task | None = None
-        self._mark = f"chatui:alive:{uuid.uuid4().hex}"  # this process's mark in Redis
 
     def is_down(self) -> bool:
         return self.down_since is not None
@@ -82,7 +79,22 @@ class LayerHealth:
         if self._confirm is None or self._confirm.done():
             self._confirm = loop.create_task(self._confirm_lost(error))
 
-    async def _confirm_lost(self, error: BaseException) -> None:
+    def interrupted(self, error: BaseException) -> None:
+        """The live relay's subscription was cut (chatui.live.fanout; its sockets catch
+        up when it has subscribed again). As for any failure: an outage if a PING fails
+        too (one line); if Redis answers — it restarted faster than we noticed, or only
+        the connection dropped — one line saying so."""
+        if self.down_since is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._declare_lost(error)
+            return
+        if self._confirm is None or self._confirm.done():
+            self._confirm = loop.create_task(self._confirm_lost(error, cut=True))
+
+    async def _confirm_lost(self, error: BaseException, *, cut: bool = False) -> None:
         """One failed call is not yet an outage: a command begun before Redis went
         away can fail after it came back (redis-py retries it), and stale pooled
         connections fail once each. Declared lost only when a PING fails too (a
@@ -93,14 +105,23 @@ class LayerHealth:
             if self.down_since is None:
                 self._declare_lost(error)
                 self._probe = asyncio.get_running_loop().create_task(self._wait_until_back())
+        else:
+            if cut:
+                logger.warning(
+                    "channel layer: the live relay's connection was cut (%s: %s) in process "
+                    "%d and Redis answers again: viewers catch up from the event log",
+                    type(error).__name__,
+                    error,
+                    os.getpid(),
+                )
 
     def _declare_lost(self, error: BaseException) -> None:
         self.down_since = time.monotonic()
         self.dropped = 0
         self.outages += 1
         logger.warning(
-            "channel layer unreachable (%s: %s) in process %d: live frames paused; viewers' "
-            "sockets are closed with 1013 and resume from the event log when it is back",
+            "channel layer unreachable (%s: %s) in process %d: live frames paused, new "
+            "sockets answered with 1013; viewers catch up from the event log when it is back",
             type(error).__name__,
             error,
             os.getpid(),
@@ -143,43 +164,6 @@ class LayerHealth:
                 if task is not None and task.cancelling():
                     raise asyncio.CancelledError
             self.back()
-
-    def watch_while(self, holding: Callable[[], bool]) -> None:
-        """While `holding()` (this process has viewers' sockets), check every MARK_SECONDS
-        that Redis still holds this process's mark. Redis can come back empty under a
-        socket whose receive never failed (redis-py retried it, or Redis was flushed):
-        its group memberships are gone with the mark, so it would stay silent. Then
-        the sockets are closed as for an outage. Only on Redis; one task per process."""
-        if self._watch is not None and not self._watch.done():
-            return
-        connection = getattr(get_channel_layer(), "connection", None)
-        if connection is not None:
-            self._watch = asyncio.get_running_loop().create_task(self._watch_mark(holding))
-
-    async def _watch_mark(self, holding: Callable[[], bool]) -> None:
-        errors = layer_errors()
-        placed = False  # since the last outage (that one closed the sockets already)
-        while holding():
-            try:
-                mark = get_channel_layer().connection(0)
-                if self.is_down():
-                    placed = False
-                elif not placed:
-                    placed = bool(await mark.set(self._mark, 1, ex=60))
-                elif not await mark.set(self._mark, 1, ex=60, xx=True):  # gone: Redis is new
-                    placed = False
-                    logger.warning(
-                        "channel layer came back empty (Redis restarted or flushed): "
-                        "viewers' sockets are closed with 1013 and resume from the event log"
-                    )
-                    self._tell_lost()
-            except errors as error:
-                self.lost(error)
-            finally:
-                task = asyncio.current_task()  # see ending_when_cancelled (chatui.live.consumers)
-                if task is not None and task.cancelling():
-                    raise asyncio.CancelledError
-            await asyncio.sleep(MARK_SECONDS)
 
 
 async def ping(layer) -> None:

@@ -2,14 +2,15 @@
 `tornado/django_api.py`): ingest's on-commit `events_ingested` signal is received
 here, the frame is rendered once, and it is sent to the conversation's group,
 whose name the consumers join by; when the conversation's list row changed, the row
-is rendered once too and sent to its owner's rows group (list page and rail).
+is rendered once too and sent to its owner's rows group (list page and rail). In
+cluster mode a group's message is one PUBLISH, fanned out in each process that has
+members (chatui.live.fanout).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import math
 import threading
@@ -18,7 +19,7 @@ from collections import OrderedDict, deque
 from weakref import WeakKeyDictionary
 
 from asgiref.sync import async_to_sync
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import InMemoryChannelLayer
 from django.dispatch import receiver
 from django.template.loader import render_to_string
 
@@ -29,6 +30,7 @@ from chatui.ingest.writer_threads import calling_loop, on_writer
 from chatui.models import Conversation
 from chatui.read import listing, selectors
 
+from .fanout import live_layer, publish, publish_now, put_in_memory, relay_url
 from .frames import change_frame
 
 logger = logging.getLogger(__name__)
@@ -83,14 +85,14 @@ def broadcast(
 
 
 def may_have_members(group: str) -> bool:
-    """Might a message sent to `group` reach anyone? The in-memory layer (one process)
-    knows its groups: with nobody in one — a runtime posting while nobody watches, a
-    transcript watched by no list page — a frame or row would be rendered for
-    nobody. A page that opens later misses nothing: its socket joins the group before
-    it reads what it missed (chatui.live.consumers; rows come with the list page).
-    Other layers (Redis) would need a round trip to know: yes."""
-    layer = get_channel_layer()
-    if type(layer) is InMemoryChannelLayer:
+    """Might a message sent to `group` reach anyone? In embedded mode the in-memory
+    layer (one process) knows its groups: with nobody in one — a runtime posting while
+    nobody watches, a transcript watched by no list page — a frame or row would be
+    rendered for nobody. A page that opens later misses nothing: its socket joins the
+    group before it reads what it missed (chatui.live.consumers; rows come with the list
+    page). In cluster mode other processes' members would need a round trip to know: yes."""
+    layer = live_layer()
+    if relay_url() is None and type(layer) is InMemoryChannelLayer:
         return bool(layer.groups.get(group))
     return True
 
@@ -182,7 +184,10 @@ def send_to_group(group: str, message: dict) -> None:
     loop = calling_loop()
     if loop is None:
         try:
-            async_to_sync(get_channel_layer().group_send)(group, message)
+            if relay_url() is not None:
+                publish_now(group, message)
+            else:
+                async_to_sync(live_layer().group_send)(group, message)
         except layer_errors() as error:
             # A best-effort fast path: the event is committed, viewers resume by seq.
             HEALTH.lost(error)
@@ -222,8 +227,8 @@ class Outbox:
                 self._draining = False
 
     def _start(self) -> None:
-        layer = get_channel_layer()
-        if type(layer) is InMemoryChannelLayer:
+        layer = live_layer()
+        if relay_url() is None and type(layer) is InMemoryChannelLayer:
             self._drain_in_memory(layer)  # no task: nothing there waits
         else:
             self._task = self.loop.create_task(self._drain())
@@ -241,22 +246,39 @@ class Outbox:
                 logger.exception("could not send a frame to %s", group)
 
     async def _drain(self) -> None:
-        layer = get_channel_layer()
+        """Publish what is waiting, all of it in one round trip (in order), until
+        nothing is."""
         errors = layer_errors()
-        while (taken := self._take_next()) is not None:
-            group, message = taken
+        # Without a relay: a host project's own shared layer, a send per group.
+        layer = None if relay_url() is not None else live_layer()
+        while taken := self._take_all():
             if HEALTH.is_down():
                 # Not even tried: each send would wait for a refused connection, and the
                 # viewers' sockets are being closed for resume (chatui.db.layer_health).
-                HEALTH.dropped += 1
+                HEALTH.dropped += len(taken)
                 continue
             try:
-                await layer.group_send(group, message)
+                if layer is None:
+                    await publish(taken)
+                else:
+                    for group, message in taken:
+                        await layer.group_send(group, message)
             except errors as error:
                 HEALTH.lost(error)  # one line for the outage, not a traceback per frame
-                HEALTH.dropped += 1
+                HEALTH.dropped += len(taken)
             except Exception:
-                logger.exception("could not send a frame to %s", group)
+                logger.exception("could not publish %d frames", len(taken))
+
+    def _take_all(self) -> list[tuple[str, dict]]:
+        """Every waiting frame, oldest first, or none: then draining has ended (under
+        the lock, so a writer putting one now starts the next drain)."""
+        with self._lock:
+            if not self._pending:
+                self._draining = False
+                return []
+            taken = list(self._pending)
+            self._pending.clear()
+            return taken
 
     def _take_next(self) -> tuple[str, dict] | None:
         """The oldest waiting frame, or None: then draining has ended (under the lock, so
@@ -266,32 +288,6 @@ class Outbox:
                 self._draining = False
                 return None
             return self._pending.popleft()
-
-
-#: Values a message can hold that copying need not copy (what `deepcopy` returns as is).
-_IMMUTABLE = (str, int, float, bool, bytes, type(None))
-
-
-def put_in_memory(layer: InMemoryChannelLayer, group: str, message: dict) -> None:
-    """The in-memory layer's `group_send`, reduced to what it does for a group's members
-    from the event loop: a copy of the message in each member's queue, or none when
-    the queue is full (silently, as there: docs/rendering.md#live-updates, the viewer resumes by
-    seq). Its own makes a task per member and waits for them with `as_completed` (~28 µs for one
-    viewer), for sends that never wait; and each `send` deep-copies the message, makes
-    a new `asyncio.Queue` only for `setdefault` to drop it, and checks a channel name
-    the layer checked when the member joined. Here a flat message (a frame: strings
-    and numbers, which a copy shares anyway) is copied as a dict. Expired messages are
-    swept by the members' `receive`, as before."""
-    flat = all(type(value) in _IMMUTABLE for value in message.values())
-    expires = time.time() + layer.expiry
-    for channel in list(layer.groups.get(group, ())):
-        queue = layer.channels.get(channel)
-        if queue is None:
-            queue = layer.channels.setdefault(
-                channel, asyncio.Queue(maxsize=layer.get_capacity(channel))
-            )
-        with contextlib.suppress(asyncio.QueueFull):
-            queue.put_nowait((expires, dict(message) if flat else copy.deepcopy(message)))
 
 
 _outboxes: WeakKeyDictionary[asyncio.AbstractEventLoop, Outbox] = WeakKeyDictionary()

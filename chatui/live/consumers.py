@@ -34,8 +34,9 @@ from chatui.db.layer_health import HEALTH, layer_errors
 from chatui.ingest.values import parse_seq
 from chatui.models import Conversation
 
-from . import frames
+from . import fanout, frames
 from .broadcast import group_name, rows_group
+from .replays import shared_replay
 from .revocation import session_group, session_user, user_group
 from .socket_places import Place, SocketPlaces
 
@@ -48,6 +49,8 @@ CLOSE_NO_INPUT = 4400
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY_SOCKETS = 4429
+#: Not a close code: a handshake too late to serve (`_late`), left for daphne to drop.
+CLOSE_LATE = -1
 
 #: Accepted sockets per user pk, in this process (CHATUI_MAX_SOCKETS_PER_USER).
 open_sockets = SocketPlaces()
@@ -76,6 +79,10 @@ class HeldText:
     def html(self) -> str:
         return frames.marker(self.first_seq, self.last_seq) + "".join(self.bodies)
 
+
+#: daphne drops a handshake not accepted within 5 s (its websocket_connect_timeout); one
+#: that reaches the authorisation later than this is dropped or about to be.
+LATE_HANDSHAKE_SECONDS = 4.0
 
 #: A consumer whose cancellation was swallowed is cancelled again this often, at most
 #: this many times (see `ending_when_cancelled`).
@@ -126,14 +133,23 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         self.held_flush: asyncio.TimerHandle | None = None
         self.flushing: set[asyncio.Task] = set()
         self.accepted = False
+        # The layer was lost while this socket was still connecting (joined, not yet
+        # accepted): closed for resume as soon as it is accepted.
+        self.resume_when_accepted = False
+
+    @property
+    def channel_layer_alias(self) -> str:  # type: ignore[override]
+        """Each process's own memberships, fanned out from one message per process per
+        group (chatui.live.fanout, docs/SCALING.md#fan-out)."""
+        return fanout.live_alias()
 
     async def __call__(self, scope, receive, send) -> None:
         await ending_when_cancelled(self._serve(scope, receive, send))
 
     async def _serve(self, scope, receive, send) -> None:
         self.loop = asyncio.get_running_loop()
+        self.started = self.loop.time()
         running.add(self)
-        HEALTH.watch_while(lambda: bool(running))
         try:
             await super().__call__(scope, receive, send)
         except layer_errors() as error:
@@ -157,9 +173,7 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         if not await self._admit(self.scope["user"], group_name(self.conversation_id)):
             return
         self.last_sent_seq = self._after()
-        replay = await database_sync_to_async(frames.replay_frame)(
-            self.conversation_id, self.last_sent_seq
-        )
+        replay = await shared_replay(self.conversation_id, self.last_sent_seq, self.joined_at)
         if replay is not None:
             await self._send_frame(replay.last_seq, replay.html)
         self.watcher = asyncio.create_task(self._recheck_periodically())
@@ -237,6 +251,22 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             self.text_sent_at = asyncio.get_running_loop().time()
             await self._send_frame(held.last_seq, held.html())
 
+    async def live_catch_up(self, message: dict) -> None:
+        """This process subscribed again after its relay's connection was cut
+        (chatui.live.fanout): what was published meanwhile never came. Access is
+        re-checked first (a revocation sent meanwhile was lost too), then the page gets
+        what it missed from the event log, before any frame published since (those
+        queue behind this message). The socket stays open: no handshake again."""
+        if self.ended:
+            return
+        await self.access_recheck()
+        if self.ended:
+            return
+        await self._send_held()
+        replay = await shared_replay(self.conversation_id, self.last_sent_seq, message["at"])
+        if replay is not None and replay.last_seq > self.last_sent_seq:
+            await self._send_frame(replay.last_seq, replay.html)
+
     async def session_ended(self, message: dict) -> None:
         """The session logged out (chatui.live.revocation): close without asking the database."""
         await self._end(CLOSE_FORBIDDEN)
@@ -292,6 +322,10 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             if self._session_key():
                 await self._join(session_group(self._session_key()))
         verdict = await self._authorise(user)
+        if verdict == CLOSE_LATE:
+            # Nothing sent: daphne drops it (if it has not yet) and the page retries
+            # after its backoff, which spreads the herd out.
+            return False
         if verdict is None and not self._take_slot(user.pk):
             verdict = CLOSE_TOO_MANY_SOCKETS
         if verdict:
@@ -300,12 +334,27 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             await self._end(verdict)
             return False
         await self._join(group)
+        self.joined_at = asyncio.get_running_loop().time()
         await self.accept()
+        if self.resume_when_accepted:
+            await self.close_for_resume()
+            return False
         return True
 
     @database_sync_to_async
     def _authorise(self, user) -> int | None:
+        if self._late():
+            return CLOSE_LATE
         return self._verdict(user)
+
+    def _late(self) -> bool:
+        """Is this handshake one its client has given up on? Checked on the database
+        thread when the work's turn comes: after a fault every page reconnects at once,
+        and each handshake's queries wait their turn on Channels' one database thread
+        per process. Done for a handshake daphne had already dropped, that work kept the
+        live ones waiting past the timeout too, and the retries piled up
+        (bench/cluster_faults.py: 3,963 handshakes, 95 accepted)."""
+        return self.loop.time() - self.started > LATE_HANDSHAKE_SECONDS
 
     @database_sync_to_async
     def _recheck(self) -> int | None:
@@ -347,18 +396,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
     # -- bookkeeping ---------------------------------------------------------------
 
     async def _join(self, group: str) -> None:
-        await self.channel_layer.group_add(group, self.channel_name)
+        await fanout.group_add(group, self.channel_name)
         self.joined.append(group)
 
     async def _leave_groups(self) -> None:
+        # In-process only (the relay unsubscribes in its own time): never waits on Redis.
         while self.joined:
-            group = self.joined.pop()
-            if HEALTH.is_down():
-                continue  # nothing to leave: Redis comes back without them, or they expire
-            try:
-                await self.channel_layer.group_discard(group, self.channel_name)
-            except layer_errors() as error:
-                HEALTH.lost(error)
+            await fanout.group_discard(self.joined.pop(), self.channel_name)
 
     def _drop_held(self) -> None:
         """Closing: held streamed text is not sent (the page resumes by seq)."""
@@ -400,6 +444,10 @@ class ConversationListConsumer(TranscriptConsumer):
     async def _authorise(self, user) -> int | None:
         return self._verdict(user)  # no database: the reader's own rows
 
+    async def live_catch_up(self, message: dict) -> None:
+        """Rows are not replayed by seq: the socket is closed for resume, as before."""
+        await self.close_for_resume()
+
     async def list_row(self, message: dict) -> None:
         """A conversation row rendered once by the broadcaster (chatui.live.broadcast)."""
         if not self.ended:
@@ -412,14 +460,23 @@ class ConversationListConsumer(TranscriptConsumer):
 
 
 def close_every_socket_for_resume() -> None:
-    """The layer is lost: every viewer's socket in this process is closed with
-    CLOSE_TRY_AGAIN. The frames sent meanwhile are gone, and a Redis that restarts
-    comes back without the sockets' group memberships: a socket left open would stay
-    silent. Reconnecting, the page gets what it missed from the event log."""
+    """The layer is lost. With the live relay (cluster mode) the sockets stay open and
+    catch up when it has subscribed again (`live_catch_up`). Without it — a host
+    project's own shared layer, memberships in Redis — every viewer's socket in this
+    process is closed with CLOSE_TRY_AGAIN: the frames published meanwhile are gone,
+    and a Redis that restarts comes back without the memberships. Reconnecting, the page
+    gets what it missed from the event log. A socket still connecting is closed once
+    accepted."""
+    if fanout.relay_url() is not None:
+        return
     for consumer in list(running):
-        if not consumer.ended and consumer.accepted:
+        if consumer.ended:
+            continue
+        if consumer.accepted:
             # From the consumer's own loop (the failure may be noticed on another thread).
             consumer.loop.call_soon_threadsafe(_start_closing, consumer)
+        else:
+            consumer.resume_when_accepted = True
 
 
 def _start_closing(consumer: TranscriptConsumer) -> None:

@@ -21,8 +21,6 @@ import logging
 from collections.abc import Iterable
 from importlib import import_module
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import (
     BACKEND_SESSION_KEY,
@@ -37,6 +35,8 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
+
+from .broadcast import send_to_group
 
 logger = logging.getLogger(__name__)
 
@@ -105,14 +105,9 @@ def send_on_commit(groups: list[str], message: dict) -> None:
 
 
 def _send(groups: list[str], message: dict) -> None:
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(_group_send_all)(layer, groups, message)
-
-
-async def _group_send_all(layer, groups: list[str], message: dict) -> None:
+    # The viewers' layer: one message per process per group (chatui.live.fanout).
     for group in groups:
-        await layer.group_send(group, message)
+        send_to_group(group, message)
 
 
 # -- receivers ----------------------------------------------------------------------

@@ -10,8 +10,11 @@ with its next blocking BZPOPMIN, and again, for ever. A daphne cancelling a cons
 (application_close_timeout, shutdown) left the same task running.
 
 Reproduced here without waiting for luck: the consumer is cancelled in exactly that
-window, right after one of its receive's sends to Redis completed and before the
-receive resumed.
+window, right after one of its sends to Redis completed and before it resumed. Viewers
+now receive from their process's memory (chatui.live.fanout); what a consumer still
+sends to Redis is its group's SUBSCRIBE when it connects, where a swallowed
+cancellation left it waiting for its socket's frames for ever: cancelled again by
+`ending_when_cancelled`, it ends.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from channels.layers import get_channel_layer
+from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from chatui.live import fanout
 from config.asgi import application
-from tests.support.sockets import HOST, ORIGIN, fresh_channel_layer  # noqa: F401
+from tests.support.sockets import HOST, ORIGIN, fresh_channel_layer, session_cookie  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -45,17 +49,21 @@ async def cancel_just_after_a_send_completes(consumer: asyncio.Future) -> None:
             for task in asyncio.all_tasks()
             if getattr(task.get_coro(), "__qualname__", "") == SEND
         }
-    raise AssertionError("the consumer's receive never sent a command to Redis")
+    raise AssertionError("the consumer never sent a command to Redis")
 
 
-async def test_consumer_on_redis_ends_when_cancelled_with_its_communicator_never_disconnected():
-    # A short blocking receive: its next send comes within a quarter of a second.
-    get_channel_layer().brpop_timeout = 0.25
-    communicator = WebsocketCommunicator(application, "/ws/rows/", headers=[HOST, ORIGIN])
-    await communicator.connect()
-    closed = await communicator.receive_output(timeout=5)
-    assert closed == {"type": "websocket.close", "code": 4403}
-    # The communicator stays connected, as in test_list_socket_refuses_anonymous_readers.
+async def test_consumer_on_redis_ends_when_cancelled_just_after_its_subscribe_was_sent(
+    django_user_model,
+):
+    user = await sync_to_async(django_user_model.objects.create_user)("cancelled", password="x")
+    cookie = await sync_to_async(session_cookie)(user)
+    # The process's relay connected first: the next send to Redis is the consumer's own.
+    relay = fanout.relay_here()
+    assert relay is not None, "runs in cluster mode only"
+    await asyncio.wait_for(relay.connected.wait(), 10)
+    headers = [HOST, ORIGIN, (b"cookie", cookie)]
+    communicator = WebsocketCommunicator(application, "/ws/rows/", headers=headers)
+    await communicator.send_input({"type": "websocket.connect"})
     await cancel_just_after_a_send_completes(communicator.future)
     done, _ = await asyncio.wait({communicator.future}, timeout=3)
     assert done, "the consumer is still running 3 s after it was cancelled"

@@ -14,15 +14,16 @@ from contextlib import contextmanager
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import InMemoryChannelLayer
 from django.db import connection
 from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 
 from chatui.ingest.service import ingest
 from chatui.ingest.writer_threads import on_writer
-from chatui.live import broadcast
+from chatui.live import broadcast, fanout
 from chatui.live.broadcast import group_name, rows_group
+from chatui.live.fanout import live_layer
 from chatui.models import Conversation
 from tests.support.sockets import connect, fresh_channel_layer  # noqa: F401
 from tests.support.writer import close_writer_connections
@@ -56,12 +57,12 @@ def rendered() -> Iterator[list[str]]:
 
 
 def renders_only_for_members() -> bool:
-    return type(get_channel_layer()) is InMemoryChannelLayer
+    return fanout.relay_url() is None and type(live_layer()) is InMemoryChannelLayer
 
 
 def join(group: str) -> None:
-    layer = get_channel_layer()
-    async_to_sync(layer.group_add)(group, async_to_sync(layer.new_channel)())
+    layer = live_layer()
+    async_to_sync(fanout.group_add)(group, async_to_sync(layer.new_channel)())
 
 
 def queries_of(conversation, events: list[dict]) -> int:
@@ -131,9 +132,9 @@ def started(call_id: str) -> dict:
 
 
 async def rows_channel(conversation) -> tuple[object, str]:
-    layer = get_channel_layer()
+    layer = live_layer()
     channel = await layer.new_channel()
-    await layer.group_add(rows_group(conversation.owner_id), channel)
+    await fanout.group_add(rows_group(conversation.owner_id), channel)
     return layer, channel
 
 
@@ -164,11 +165,21 @@ async def test_10_a_busy_conversation_row_goes_out_once_an_interval_and_ends_cur
         await close_writer_connections()  # the writer thread outlives the test database
 
 
-def test_10_a_row_written_outside_an_event_loop_goes_out_at_once(conversation):
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(rows_group(conversation.owner_id), channel)
-    for n in range(3):
-        ingest(conversation, started(f"c{n}"))  # as built-in agents and the admin write
-    rows = async_to_sync(rows_received)(layer, channel, 0.2)
+@pytest.mark.asyncio
+async def test_10_a_row_written_outside_an_event_loop_goes_out_at_once(conversation):
+    # The socket's side on this test's loop (in cluster mode its process's relay lives
+    # there); the writes from a thread of no event loop, as built-in agents and the admin.
+    layer = live_layer()
+    channel = await layer.new_channel()
+    await fanout.group_add(rows_group(conversation.owner_id), channel)
+
+    def write() -> None:
+        try:
+            for n in range(3):
+                ingest(conversation, started(f"c{n}"))
+        finally:
+            connection.close()  # this thread's: the test database is dropped after
+
+    await sync_to_async(write, thread_sensitive=False)()
+    rows = await rows_received(layer, channel, 0.2)
     assert ["1 tool" in rows[0], "2 tools" in rows[1], "3 tools" in rows[2]] == [True] * 3

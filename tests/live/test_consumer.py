@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -17,6 +16,7 @@ from django.contrib.auth.models import Permission
 from chatui.ingest.service import ingest
 from chatui.live import consumers
 from chatui.live.broadcast import group_name
+from chatui.live.fanout import live_layer
 from chatui.models import Conversation
 from config.asgi import application
 from tests.support.sockets import (  # noqa: F401 — fresh_channel_layer is an autouse fixture
@@ -127,7 +127,7 @@ async def test_frame_already_covered_by_replay_is_not_sent_twice(people):
     replay = await communicator.receive_from(timeout=3)
     assert MARKER.match(replay).groups() == ("1", "1")
     # A stale group message (seq 1 again) must be dropped by the consumer.
-    await get_channel_layer().group_send(
+    await live_layer().group_send(
         group_name(conversation.pk),
         {"type": "transcript.frame", "first_seq": 1, "last_seq": 1, "html": "<!--seq 1 1-->"},
     )

@@ -9,10 +9,11 @@ import threading
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 
 from chatui.ingest.writer_threads import on_writer
+from chatui.live import fanout
 from chatui.live.broadcast import send_to_group
+from chatui.live.fanout import live_layer
 
 pytestmark = pytest.mark.asyncio
 
@@ -27,9 +28,9 @@ def queued(layer, channel: str) -> int:
 
 
 async def joined() -> tuple[object, str]:
-    layer = get_channel_layer()
+    layer = live_layer()
     channel = await layer.new_channel()
-    await layer.group_add(GROUP, channel)
+    await fanout.group_add(GROUP, channel)
     return layer, channel
 
 
@@ -86,9 +87,10 @@ async def test_p2_a_viewer_whose_queue_is_full_misses_the_frame_and_the_others_g
     """docs/rendering.md#live-updates: a full queue drops the frame silently (the viewer resumes by
     seq); it must not keep the frame from the group's other members."""
     settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 2}}
+        **settings.CHANNEL_LAYERS,
+        "live": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 2}},
     }
-    layer = get_channel_layer()
+    layer = live_layer()
     full, free = await layer.new_channel(), await layer.new_channel()
     for channel in (full, free):  # the full one first: the group is sent to in this order
         await layer.group_add(GROUP, channel)

@@ -1,13 +1,12 @@
-"""chatui.live.broadcast.put_in_memory: the in-memory layer's group send, made cheap for the
+"""chatui.live.fanout.put_in_memory: the in-memory layer's group send, made cheap for the
 frames a writer hands the event loop (docs/PERFORMANCE.md#p2), and giving each member what the
 layer's own `group_send` gives it."""
 
 from __future__ import annotations
 
 import pytest
-from channels.layers import get_channel_layer
 
-from chatui.live.broadcast import put_in_memory
+from chatui.live.fanout import live_layer, put_in_memory
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -18,7 +17,7 @@ GROUP = "outbox.in-memory"
 
 
 async def members(count: int) -> tuple[object, list[str]]:
-    layer = get_channel_layer()
+    layer = live_layer()
     channels = [await layer.new_channel() for _ in range(count)]
     for channel in channels:
         await layer.group_add(GROUP, channel)
@@ -57,6 +56,6 @@ async def test_p2_a_member_changing_its_message_changes_no_one_elses():
 
 
 async def test_p2_a_group_nobody_is_in_gets_nothing_and_fails_nothing():
-    layer = get_channel_layer()
+    layer = live_layer()
     put_in_memory(layer, "outbox.nobody", {"type": "transcript.frame"})
     assert not layer.groups.get("outbox.nobody")
