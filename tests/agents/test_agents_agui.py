@@ -303,6 +303,54 @@ def test_langgraph_agent_end_to_end_and_its_next_turn(conversation, agents):
     assert run_of(conversation, second).status == "completed"
 
 
+def pushed_copy(api, user, events: list[dict], *, as_sse: bool) -> Conversation:
+    """A second conversation fed the same AG-UI events through the events endpoint, as a
+    runtime teeing its stream would: a JSON array, or the SSE text itself."""
+    copy = Conversation.objects.create(owner=user, title="tee")
+    if as_sse:
+        text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+        answer = api.client.post(
+            f"/api/v1/conversations/{copy.pk}/events",
+            data=text.encode(),
+            content_type="text/event-stream",
+            headers=api.headers,
+        )
+    else:
+        answer = api.post_events(copy, events)
+    assert answer.status_code == 200, answer.content
+    return copy
+
+
+def agent_work(conversation) -> list[tuple]:
+    """What the agent's stream put on the page: each tool entry (name, outcome, result,
+    attempt) and each non-empty assistant text, in order."""
+    rows = Message.objects.filter(conversation=conversation).order_by("position")
+    return [
+        (m.role, m.tool_name, m.tool_status, m.content, (m.metadata or {}).get("attempt"))
+        for m in rows
+        if m.role == Role.TOOL or (m.role == Role.ASSISTANT and m.content)
+    ]
+
+
+@pytest.mark.parametrize("path", ["/pydantic", "/langgraph/"])
+def test_a_live_runs_stream_pushed_unchanged_as_json_and_as_sse_renders_the_same(
+    conversation, agents, api, user, path
+):
+    """docs/events.md#ag-ui: the log keeps each AG-UI event as the agent streamed it;
+    those very events teed to another conversation — as JSON and as SSE text — give
+    the same tool entries, failures, retries and answer as the run chatui drove."""
+    send(conversation, AGUIAgent(url=agents.url(path)))
+    streamed = [
+        event.payload
+        for event in conversation.events.filter(type__startswith="agui.").order_by("seq")
+    ]
+    assert streamed and streamed[0]["type"] == "RUN_STARTED"
+    live = agent_work(conversation)
+    assert ("tool", "run_cmd", ToolStatus.ERROR) in [entry[:3] for entry in live]
+    for as_sse in (False, True):
+        assert agent_work(pushed_copy(api, user, streamed, as_sse=as_sse)) == live
+
+
 # -- approvals: an interrupt, a decision, the run resumed ---------------------------------
 
 
