@@ -358,3 +358,46 @@ def test_no_test_module_imports_another_test_module_or_a_conftest():
                 ):
                     found.append(f"{path.relative_to(TESTS)}: {node.module}")
     assert found == []
+
+
+#: What only cluster mode needs (the `.[redis]` and `.[postgres]` extras): embedded mode,
+#: `make test` and `make run`, must start and import every module without them.
+CLUSTER_ONLY_PACKAGES = ("redis", "channels_redis", "psycopg", "psycopg_pool")
+
+_WITHOUT_CLUSTER_PACKAGES = """
+import importlib, pkgutil, sys
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {names!r}:
+            raise ImportError(f"{{name}} is not installed (embedded mode)")
+sys.meta_path.insert(0, Absent())
+import django
+django.setup()
+import chatui
+for module in pkgutil.walk_packages(chatui.__path__, "chatui."):
+    if ".migrations." not in module.name:
+        importlib.import_module(module.name)
+print("imported")
+"""
+
+
+def test_embedded_mode_needs_none_of_the_cluster_extras():
+    """A fresh clone's `make test` installs `.[test]` only: a module importing redis-py or
+    psycopg at its top would stop Django from starting there (as the fan-out's first
+    version did)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    script = _WITHOUT_CLUSTER_PACKAGES.format(names=set(CLUSTER_ONLY_PACKAGES))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(chatui.__file__).parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-3000:]

@@ -44,13 +44,17 @@ from collections import Counter, deque
 from typing import Any
 from weakref import WeakKeyDictionary
 
-import redis
-import redis.asyncio
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+
+try:  # redis-py comes with the cluster extra (`.[redis]`); embedded mode runs without it
+    import redis
+    import redis.asyncio
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+except ImportError:  # pragma: no cover - relay_url() is None without Redis, so unused
+    redis = None  # type: ignore[assignment]
 
 from chatui.db.layer_health import HEALTH, layer_errors
 
