@@ -31,6 +31,10 @@ class AsJsonb(Func):
         return f"({sql})::jsonb", params
 
 
+#: The lookups of JSONField that PostgreSQL has for jsonb only.
+JSONB_LOOKUPS = frozenset({"has_key", "has_keys", "has_any_keys", "contains", "contained_by"})
+
+
 class OrderedJSONField(models.JSONField):
     def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
         if connection.vendor == "postgresql":
@@ -54,6 +58,18 @@ class OrderedJSONField(models.JSONField):
         if compiler.connection.vendor == "postgresql":
             return f"({sql})::text", params
         return sql, params
+
+    def get_lookup(self, lookup_name: str):
+        # `has_key`, `contains` and their kin are jsonb operators (`?`, `@>`) on
+        # PostgreSQL: they read the column as jsonb, as key transforms do below.
+        lookup = super().get_lookup(lookup_name)
+        if lookup is None or lookup_name not in JSONB_LOOKUPS:
+            return lookup
+
+        def on_jsonb(lhs, rhs):
+            return lookup(AsJsonb(lhs), rhs)
+
+        return on_jsonb
 
     def get_transform(self, name: str):
         transform = super().get_transform(name)
