@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from ag_ui.core import RunAgentInput
+from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
@@ -252,7 +253,7 @@ def test_w5_stop_closes_the_agents_stream(conversation, agents):
     async def main() -> str:
         run_id = start_run(conversation, "work", agent=AGUIAgent(url=agents.url("/endless")))
         for _ in range(500):  # the agent streams, and its tool's card is shown
-            if RECORDER.streaming.is_set() and await asyncio.to_thread(tools, conversation):
+            if RECORDER.streaming.is_set() and await database_sync_to_async(tools)(conversation):
                 break
             await asyncio.sleep(0.01)
         assert await stop_run(conversation.pk) == run_id
@@ -357,7 +358,7 @@ def test_a_live_runs_stream_pushed_unchanged_as_json_and_as_sse_renders_the_same
 def wait_until(predicate, timeout=20.0):
     async def poll():
         for _ in range(int(timeout / 0.05)):
-            if await asyncio.to_thread(predicate):
+            if await database_sync_to_async(predicate)():
                 return True
             await asyncio.sleep(0.05)
         return False
