@@ -53,4 +53,10 @@ fi
 # included) fails the run with every thread's stack. (One run hung in an event loop's
 # teardown: a consumer on Redis swallowed its cancellation; chatui.consumers now passes
 # a cancellation on until the consumer has ended.)
+# The pytest process is one "web process" running hundreds of tests' threads: a test
+# thread that does database work outside Django's request cycle keeps its pooled
+# connection until the thread's connection is closed, and a few such threads drained the
+# default pool of 10 for every test after them (stop 35's note). A larger pool here keeps
+# one such leak from failing the rest of the run; PostgreSQL allows 200 (services.sh).
+export CHATUI_DB_POOL_MAX="${CHATUI_DB_POOL_MAX:-40}"
 "$python" -m pytest -m "not browser" "$@"
