@@ -61,7 +61,7 @@ import websockets  # noqa: E402
 from bench.common import ClusterServer  # noqa: E402
 from tests.support.live import (  # noqa: E402
     create_postgres_database,
-    drop_created_databases,
+    drop_postgres_database,
 )
 
 MARKER = re.compile(r"^\s*<!--seq (\d+) (\d+)-->")
@@ -390,7 +390,7 @@ async def run(args: argparse.Namespace) -> Result:
     finally:
         cluster.stop()
         redis.stop()
-        drop_created_databases()
+        drop_postgres_database(database)
         if not args.keep:
             subprocess.run(["rm", "-rf", str(folder)])
         else:

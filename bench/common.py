@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from tests.support.live import LiveServer, create_postgres_database, drop_created_databases  # noqa: E402
+from tests.support.live import LiveServer, create_postgres_database, drop_postgres_database  # noqa: E402
 from tests.support.websocket import RawWebSocket, read_forever  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -700,7 +700,7 @@ class ClusterBench(Bench):
 
     def __enter__(self) -> ClusterBench:
         self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-cluster-"))
-        database = create_postgres_database(BENCH_POSTGRES)
+        self.database = database = create_postgres_database(BENCH_POSTGRES)
         env = {"CHATUI_MAX_SOCKETS_PER_USER": "1000000", "REDIS_URL": BENCH_REDIS}
         instrumented = self.stamps or bool(self.experiment)
         if instrumented:
@@ -730,7 +730,7 @@ class ClusterBench(Bench):
             self.server.stop()
             self.writer.stop()
         finally:
-            drop_created_databases()
+            drop_postgres_database(self.database)
             if not self.keep:
                 shutil.rmtree(self.tmp, ignore_errors=True)
 

@@ -49,7 +49,7 @@ from common import (
     LiveServer,
     cpu_seconds,
     create_postgres_database,
-    drop_created_databases,
+    drop_postgres_database,
     loadavg,
     machine_line,
     request_row,
@@ -68,7 +68,7 @@ class PostgresBench(Bench):
 
     def __enter__(self) -> PostgresBench:
         self.tmp = Path(tempfile.mkdtemp(prefix="chatui-bench-"))
-        database = create_postgres_database(self.server_url)
+        self.database = database = create_postgres_database(self.server_url)
         env = {"CHATUI_MAX_SOCKETS_PER_USER": "1000000"}
         self.server = LiveServer(self.tmp / "data", database_url=database, extra_env=env)
         self.server.prepare()
@@ -80,7 +80,7 @@ class PostgresBench(Bench):
             self.server.stop()
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
-            drop_created_databases()
+            drop_postgres_database(self.database)
 
 
 def build(bench: Bench, events: int, tag: str) -> tuple[str, float]:

@@ -65,20 +65,26 @@ def create_postgres_database(server_url: str) -> str:
     return CREATED_DATABASES[-1]
 
 
-def drop_created_databases() -> None:
-    if not CREATED_DATABASES:
-        return  # (psycopg is installed in cluster mode only)
+def drop_postgres_database(url: str) -> None:
+    """Drop one database made by `create_postgres_database`. Only that one: the fault
+    bench runs inside the test process (tests/cluster/test_cluster_faults.py), and
+    dropping every database this process created took the session's live server's with
+    it — 26 tests after it failed with 503s (stop 35's CI run)."""
     import psycopg
     from psycopg import sql
 
-    while CREATED_DATABASES:
-        url = CREATED_DATABASES.pop()
-        name = urlsplit(url).path.lstrip("/")
-        with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as db:
-            # FORCE: a server the test left running must not keep its database alive.
-            db.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+    if url in CREATED_DATABASES:
+        CREATED_DATABASES.remove(url)
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as db:
+        # FORCE: a server the test left running must not keep its database alive.
+        db.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def drop_created_databases() -> None:
+    """At the test session's end: every database still left."""
+    while CREATED_DATABASES:  # (psycopg is installed in cluster mode only)
+        drop_postgres_database(CREATED_DATABASES[-1])
 
 
 def free_port() -> int:
