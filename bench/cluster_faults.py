@@ -4,7 +4,7 @@ viewers saw.
 2 web processes (scripts/cluster/serve.py, SO_REUSEPORT) and 1 run worker on
 PostgreSQL + Redis; VIEWERS sockets spread over CONVERSATIONS conversations, behaving
 as the page does (resume with ?after=<last seq>; reconnect on 1006/1011/1012/1013 with
-the htmx ws extension's full-jitter backoff, reset when a socket opens; a frame whose
+chatui.js's full-jitter backoff capped at 4 s, reset when a socket opens; a frame whose
 seq skips ahead makes it resume too); writers posting RATE events/s in batches of
 BATCH through the API, each batch retried with the same event ids until acknowledged
 (REL2). One web process is SIGKILLed at --kill-at (the supervisor restarts it), Redis
@@ -203,7 +203,7 @@ async def view(viewer: Viewer, cluster: Cluster, cookie: str, tally: Tally, stop
         tally.closes[code] = tally.closes.get(code, 0) + 1
         if code not in RECONNECT_CODES and not stop.is_set():
             raise RuntimeError(f"a viewer was closed with {code}: the page would not reconnect")
-        delay = 1.0 * 2 ** min(retries, 6) * random.random()  # htmx's "full-jitter"
+        delay = min(4.0, 2.0**retries) * random.random()  # chatui.js: full jitter, capped at 4 s
         retries += 1
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), delay)

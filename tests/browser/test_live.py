@@ -197,3 +197,26 @@ def test_a_batch_the_reader_opened_stays_open_as_tools_arrive(chatui_server, liv
     expect(batch).to_have_attribute("data-count", "2", timeout=5000)
     expect(batch).to_have_attribute("open", "")  # the live update kept the reader's choice
     assert page.locator('[data-tool-call-id="o2"]').is_visible()
+
+
+def test_s21_a_dropped_page_tries_again_at_least_every_4_s(live_page):
+    """SPEC §21: viewers current within 5 s of a fault. htmx's own backoff doubles to 64 s,
+    so a page whose handshakes failed a few times in a reconnect herd waited a minute;
+    chatui.js keeps the jitter (the herd spreads) and caps each wait at 4 s."""
+    page, _ = live_page
+    delays = page.evaluate(
+        """() => {
+          const delay = htmx.config.wsReconnectDelay;
+          if (typeof delay !== "function") return null;
+          const out = {};
+          for (const retries of [0, 1, 2, 3, 6, 10]) {
+            out[retries] = Array.from({length: 400}, () => delay(retries));
+          }
+          return out;
+        }"""
+    )
+    assert delays is not None, "the page keeps htmx's default backoff (up to 64 s)"
+    for retries, samples in delays.items():
+        assert all(0 <= value <= 4000 for value in samples), (retries, max(samples))
+    assert max(delays["0"]) <= 1000  # the first try comes quickly
+    assert max(delays["10"]) > 2000 and min(delays["10"]) < 2000  # still jittered

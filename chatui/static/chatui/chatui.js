@@ -350,6 +350,19 @@
     },
   });
 
+  /* Reconnecting. The ws extension reconnects on close codes 1006/1011/1012/1013 after
+   * htmx's "full-jitter" delay: random up to 2^retries seconds, doubling to 64 s, reset
+   * when a socket opens. After a web process dies its viewers reconnect as a herd; a
+   * handshake that lost the race (the other process busy, daphne's 5 s handshake limit)
+   * left its page waiting up to a minute for the next try, far past SPEC §21's "current
+   * within 5 s". Same jitter, so the herd still spreads out, but capped at 4 s: every
+   * page tries again at least every 4 s. A refused handshake costs the server almost
+   * nothing (a late one does no database work), so the cap does not feed the herd. */
+  var RECONNECT_CAP_MS = 4000;
+  htmx.config.wsReconnectDelay = function (retryCount) {
+    return Math.min(RECONNECT_CAP_MS, 1000 * Math.pow(2, retryCount)) * Math.random();
+  };
+
   /* --- the reader's open/closed choices survive live updates ---
    * A live frame swaps a batch's summary and changed entries only; a whole-transcript
    * frame (run's end, resume) re-renders batches with the server's state (open while
