@@ -17,10 +17,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 
 from chatui.live.approval_clock import CLOCK
+from chatui.live.handshakes import HandshakeAuthMiddlewareStack
 from chatui.server.edge import EdgeMiddleware, SameOriginValidator, guard_daphne
 from chatui.server.ingest_route import IngestRoute, serve_on_daphne
 from chatui.server.long_poll import LongPollRouter
@@ -48,7 +48,9 @@ def build_application(django_asgi_app: Any, *, direct_events_post: bool = True) 
             # POST runs on a writer thread that keeps its connection (IngestRoute).
             "http": EdgeMiddleware(IngestRoute(LongPollRouter(django_asgi_app))),
             "websocket": IngestSockets(
-                viewers=SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+                viewers=SameOriginValidator(
+                    HandshakeAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+                ),
                 ingest=URLRouter(ingest_websocket_urlpatterns),  # bearer tokens
             ),
         }

@@ -31,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
     # Sockets (chatui.live.consumers).
     "CHATUI_WS_RECHECK_SECONDS": 60.0,
     "CHATUI_MAX_SOCKETS_PER_USER": 50,
+    # Threads that serve the sockets' handshakes' reads (chatui.live.handshakes).
+    "CHATUI_HANDSHAKE_THREADS": 4,
     # The ingest channel (chatui.web.ingest_socket): bytes one socket holds unwritten, and
     # sockets one API token holds in a process.
     "CHATUI_INGEST_MAX_PENDING_BYTES": 8 * 1024 * 1024,

@@ -225,6 +225,8 @@ CHATUI_WS_RECHECK_SECONDS = float(app_setting("CHATUI_WS_RECHECK_SECONDS"))
 CHATUI_TOKEN_CACHE_SECONDS = app_setting("CHATUI_TOKEN_CACHE_SECONDS", float)
 # Sockets one user may hold open in one server process; more are closed with 4429.
 CHATUI_MAX_SOCKETS_PER_USER = int(app_setting("CHATUI_MAX_SOCKETS_PER_USER"))
+# Threads serving the sockets' handshakes' reads, beside Channels' one database thread.
+CHATUI_HANDSHAKE_THREADS = int(app_setting("CHATUI_HANDSHAKE_THREADS"))
 # The ingest channel (docs/events.md#streaming-channel): bytes one socket holds before its writes
 # catch up (more is refused with 429, re-sent by the runtime), and sockets one API token holds in
 # one server process (more are closed with 4429).

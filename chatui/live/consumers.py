@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
@@ -36,6 +38,7 @@ from chatui.models import Conversation
 
 from . import fanout, frames
 from .broadcast import group_name, rows_group
+from .handshakes import on_handshake_thread
 from .replays import shared_replay
 from .revocation import session_group, session_user, user_group
 from .socket_places import Place, SocketPlaces
@@ -185,16 +188,26 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         await self._leave_groups()
 
     async def dispatch(self, message: dict) -> None:
-        # Frames and client input touch no database: skip Channels' per-message
-        # close_old_connections, a hop through the shared sync thread for each message
-        # (bench/p1: p99 halved).
+        # Channels' dispatch hops to its one database thread for every message, to close
+        # stale connections. No handler needs it (what reads goes through
+        # `database_sync_to_async` or `on_handshake_thread`, which close them around each
+        # call): frames skip it (bench/p1: p99 halved), and so do handshakes, which after a
+        # fault queued on that thread by the hundred for the hop alone.
         kind = message["type"]
         if kind == "transcript.frame":
             await self.transcript_frame(message)
         elif kind == "websocket.receive":
             await self.refuse_input()
         else:
-            await super().dispatch(message)
+            handler = getattr(self, get_handler_name(message), None)
+            if handler is None:
+                raise ValueError(f"No handler for message type {kind}")
+            await handler(message)
+
+    async def websocket_disconnect(self, message: dict) -> None:
+        """Channels' own without its hop (see `dispatch`); `disconnect` leaves the groups."""
+        await self.disconnect(message["code"])
+        raise StopConsumer()
 
     async def refuse_input(self) -> None:
         """The socket only pushes; input goes through the form POST
@@ -341,19 +354,17 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
             return False
         return True
 
-    @database_sync_to_async
+    @on_handshake_thread
     def _authorise(self, user) -> int | None:
         if self._late():
             return CLOSE_LATE
         return self._verdict(user)
 
     def _late(self) -> bool:
-        """Is this handshake one its client has given up on? Checked on the database
-        thread when the work's turn comes: after a fault every page reconnects at once,
-        and each handshake's queries wait their turn on Channels' one database thread
-        per process. Done for a handshake daphne had already dropped, that work kept the
-        live ones waiting past the timeout too, and the retries piled up
-        (bench/cluster_faults.py: 3,963 handshakes, 95 accepted)."""
+        """Is this handshake one its client has given up on? Checked when its reads' turn
+        comes on the handshake threads: after a fault every page reconnects at once, and
+        reads done for handshakes daphne had already dropped kept the live ones waiting
+        past the timeout too (bench/cluster_faults.py: 3,963 handshakes, 95 accepted)."""
         return self.loop.time() - self.started > LATE_HANDSHAKE_SECONDS
 
     @database_sync_to_async

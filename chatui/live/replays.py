@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from channels.db import database_sync_to_async
-
 from . import frames
+from .handshakes import on_handshake_thread
 
 #: Replays being read, by (conversation, after): (loop time the read was asked for, it).
 #: After a fault the pages of a conversation reconnect (or catch up) at once, most at
@@ -43,7 +42,7 @@ async def shared_replay(conversation_id: str, after: int, since: float) -> frame
     entry = _replays[key] = (loop.time(), shared)
     loop.call_later(REPLAY_SHARED_SECONDS, _forget_replay, key, entry)
     try:
-        replay = await database_sync_to_async(frames.replay_frame)(conversation_id, after)
+        replay = await on_handshake_thread(frames.replay_frame)(conversation_id, after)
     except BaseException:
         _forget_replay(key, entry)
         shared.set_exception(_Abandoned())

@@ -200,9 +200,10 @@ def test_a_batch_the_reader_opened_stays_open_as_tools_arrive(chatui_server, liv
 
 
 def test_s21_a_dropped_page_tries_again_at_least_every_4_s(live_page):
-    """SPEC §21: viewers current within 5 s of a fault. htmx's own backoff doubles to 64 s,
-    so a page whose handshakes failed a few times in a reconnect herd waited a minute;
-    chatui.js keeps the jitter (the herd spreads) and caps each wait at 4 s."""
+    """Viewers current within 5 s of a fault (docs/SCALING.md#cluster-under-fire). htmx's
+    own backoff doubles to 64 s, so a page whose handshakes failed a few times in a
+    reconnect herd waited a minute; chatui.js keeps the jitter (the herd spreads) and caps
+    each wait at 4 s."""
     page, _ = live_page
     delays = page.evaluate(
         """() => {

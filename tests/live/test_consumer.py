@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import uuid
 
 import pytest
@@ -243,4 +244,29 @@ async def test_p5_any_other_frame_sends_the_held_text_first_and_keeps_the_order(
     sent = [await communicator.receive_from(timeout=3) for _ in range(3)]
     assert [MARKER.match(frame).groups() for frame in sent] == [("3", "3"), ("4", "4"), ("5", "5")]
     assert ">!<" in sent[1] and 'data-tool-call-id="c1"' in sent[2]
+    await communicator.disconnect()
+
+
+async def test_s21_a_handshake_does_not_queue_behind_channels_database_thread(people):
+    """After a fault (docs/SCALING.md#cluster-under-fire) every page reconnects at once,
+    and Channels runs all of a process's `database_sync_to_async` work on one thread. A
+    handshake's reads (the session's user, the authorisation, the replay) run on threads
+    of their own (chatui.live.handshakes): with that one thread busy, a page still
+    connects and gets what it missed."""
+    owner, _, conversation = people
+    await sync_to_async(ingest)(conversation, {"type": "user.message", "content": "hello"})
+    cookie = await sync_to_async(session_cookie)(owner)
+    release = threading.Event()
+    busy = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
+    try:
+        communicator, connected, _ = await asyncio.wait_for(
+            connect(conversation, cookie=cookie, after=0), timeout=10
+        )
+        assert connected
+        replay = await communicator.receive_from(timeout=5)
+        assert MARKER.match(replay).groups()[1] == "1" and "hello" in replay
+        assert not busy.done()  # all of it while the thread was still taken
+    finally:
+        release.set()
+        await busy
     await communicator.disconnect()

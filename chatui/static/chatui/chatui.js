@@ -354,7 +354,7 @@
    * htmx's "full-jitter" delay: random up to 2^retries seconds, doubling to 64 s, reset
    * when a socket opens. After a web process dies its viewers reconnect as a herd; a
    * handshake that lost the race (the other process busy, daphne's 5 s handshake limit)
-   * left its page waiting up to a minute for the next try, far past SPEC §21's "current
+   * left its page waiting up to a minute for the next try, far past the goal of "current
    * within 5 s". Same jitter, so the herd still spreads out, but capped at 4 s: every
    * page tries again at least every 4 s. A refused handshake costs the server almost
    * nothing (a late one does no database work), so the cap does not feed the herd. */
