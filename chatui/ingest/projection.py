@@ -1000,7 +1000,7 @@ class Projector(OtelHandlers, AguiProjection):
 
     def _on_session_record(self, event: Event, payload: dict[str, Any]) -> None:
         """docs/events.md#sessions: a session file's record the page does not show, kept
-        in the log only (a model's reasoning among them, until reasoning blocks exist)."""
+        in the log only (reasoning that says nothing, or a sub-agent's, among them)."""
 
     # -- runs ---------------------------------------------------------------
 
@@ -1054,13 +1054,26 @@ class Projector(OtelHandlers, AguiProjection):
         for all of them rather than three per run (docs/PERFORMANCE.md#p8)."""
         self.flush()
         by_run = {event.run_id: event for event, _ in ends}
-        pending = Message.objects.filter(
-            conversation_id=self.conversation.pk,
-            role=Role.TOOL,
-            run_id__in=list(by_run),
-            tool_status__in=OPEN,
-        )
-        for row in pending:
+        # A run this call started has no message it did not make: its open tools are
+        # among those it holds. Only the runs of earlier calls are read.
+        held = {id(m): m for m in [*self._messages.values(), *self._tools.values()] if m}
+        pending = [
+            message
+            for message in held.values()
+            if message.role == Role.TOOL
+            and message.run_id in by_run
+            and message.run_id in self._new_runs
+            and message.tool_status in OPEN
+        ]
+        stored_runs = [run_id for run_id in by_run if run_id not in self._new_runs]
+        if stored_runs:
+            pending += Message.objects.filter(
+                conversation_id=self.conversation.pk,
+                role=Role.TOOL,
+                run_id__in=stored_runs,
+                tool_status__in=OPEN,
+            )
+        for row in sorted(pending, key=lambda message: message.position):
             message = self._messages.get(row.message_id) or row
             self._messages[row.message_id] = message
             if message.tool_status in OPEN:

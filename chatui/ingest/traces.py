@@ -57,11 +57,14 @@ def conversation_pk(owner: AbstractBaseUser, key: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"{owner.pk}\n{key}")
 
 
-def conversation_for(owner: AbstractBaseUser, key: str) -> Conversation | None:
+def conversation_for(
+    owner: AbstractBaseUser, key: str, known: dict[uuid.UUID, Conversation] | None = None
+) -> Conversation | None:
     """The owner's conversation for `key`, created on first sight (untitled: its first
-    user message titles it). None if that id is someone else's (never expected)."""
+    user message titles it). None if that id is someone else's (never expected).
+    `known`: the conversations already read by pk (`existing`), so none is read again."""
     pk = conversation_pk(owner, key)
-    found = Conversation.objects.filter(pk=pk).first()
+    found = known.get(pk) if known is not None else Conversation.objects.filter(pk=pk).first()
     if found is None:
         try:
             with transaction.atomic():
@@ -71,6 +74,15 @@ def conversation_for(owner: AbstractBaseUser, key: str) -> Conversation | None:
     if found is None or found.owner_id != owner.pk:
         return None
     return found
+
+
+def existing(owner: AbstractBaseUser, keys: list[str]) -> dict[uuid.UUID, Conversation]:
+    """The conversations of these keys that exist, by pk: one query for an export's
+    conversations rather than one each (docs/PERFORMANCE.md#p8)."""
+    pks = [conversation_pk(owner, key) for key in keys]
+    return {
+        conversation.pk: conversation for conversation in Conversation.objects.filter(pk__in=pks)
+    }
 
 
 def iso(nanoseconds: int) -> str | None:
@@ -160,6 +172,7 @@ def ingest_export(
 ) -> Outcome:
     """Each conversation's events in order, through `ingest_normalised`."""
     limit = settings.CHATUI_MAX_EVENT_BYTES
+    known = existing(owner, list(grouped))
     for key, entries in grouped.items():
         entries.sort(key=lambda entry: entry[0])
         events: list[NormalisedEvent] = []
@@ -170,7 +183,7 @@ def ingest_export(
                 outcome.reject(f"{raw['event_id'][:80]}: {problem.message}")
         if not events:
             continue
-        conversation = _trace_seen_in(owner, key) or conversation_for(owner, key)
+        conversation = _trace_seen_in(owner, key) or conversation_for(owner, key, known)
         if conversation is None:
             for _ in events:
                 outcome.reject("conversation not found")

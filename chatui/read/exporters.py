@@ -112,7 +112,7 @@ def masked_message(data: dict[str, Any]) -> dict[str, Any]:
 
 def masked_event(data: dict[str, Any]) -> dict[str, Any]:
     """T3: an exported event with the secrets in its tool text, its progress or status
-    line and a failed run's `error_message` masked."""
+    line, its reasoning and a failed run's `error_message` masked."""
     kind = data.get("type")
     if kind in agui.TYPES:
         return {
@@ -127,6 +127,10 @@ def masked_event(data: dict[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(data.get(key), str):
             masked[key] = mask_text(data[key])
+    # Reasoning quotes what the model read (a key in a file, say): masked, as AG-UI's
+    # reasoning events and a session's reasoning record are.
+    if kind == "agent.reasoning.delta" and isinstance(data.get("delta"), str):
+        masked["delta"] = mask_text(data["delta"])
     return masked
 
 

@@ -160,34 +160,97 @@ def test_claude_code_session_is_one_run_titled_by_its_prompt(imported):
     assert kept.payload["kind"] == "meta"
 
 
-def test_r6_claude_code_thinking_is_kept_as_reasoning(conversation):
-    translator = ClaudeCodeTranslator()
-    events = translator.translate(
-        {
-            "type": "assistant",
-            "uuid": "u-think",
-            "timestamp": "2026-03-01T22:38:51Z",
-            "message": {
-                "id": "msg_1",
-                "role": "assistant",
-                "content": [{"type": "thinking", "thinking": "Look first.", "signature": "Eo8D"}],
-            },
-        }
-    )
-    assert events == [
-        {
-            "type": "session.record",
-            "event_id": "cc:u-think",
-            "timestamp": "2026-03-01T22:38:51Z",
-            "dialect": "claude-code",
-            "kind": "reasoning",
-            "message_id": "cc:u-think",
-            "text": "Look first.",
-        }
+def thinking_record(uuid: str, *blocks: dict, **extra) -> dict:
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "timestamp": "2026-03-01T22:38:51Z",
+        "message": {"id": "msg_1", "role": "assistant", "content": list(blocks)},
+        **extra,
+    }
+
+
+THOUGHT = {"type": "thinking", "thinking": "Look first.", "signature": "Eo8D"}
+
+
+def test_r6_claude_code_thinking_is_a_reasoning_block(conversation):
+    events = ClaudeCodeTranslator().translate(thinking_record("u-think", THOUGHT))
+    assert [(e["type"], e["event_id"]) for e in events] == [
+        # Work before any prompt: a run of its own (T2), as for any shown record.
+        ("agent.status", "cc:u-think:1"),
+        ("agent.reasoning.delta", "cc:u-think:reasoning"),
+        ("agent.step.completed", "cc:u-think:reasoned"),
     ]
+    assert events[1]["message_id"] == events[2]["message_id"] == "cc:u-think"
+    assert events[1]["delta"] == "Look first." and events[2]["content"] == ""
     ingest(conversation, events)
-    # Never the answer's text: no message is shown for it.
-    assert not Message.objects.filter(conversation=conversation).exists()
+    (message,) = Message.objects.filter(conversation=conversation)
+    # Beside the answer, never its text; ended at once (a record holds a whole thought).
+    assert message.role == Role.ASSISTANT and message.content == ""
+    assert message.metadata["reasoning"] == "Look first."
+    assert message.is_final
+
+
+def test_r6_claude_code_redacted_thinking_is_encrypted_reasoning(conversation):
+    record = thinking_record("u-red", {"type": "redacted_thinking", "data": "EqQBCkYIARgC"})
+    ingest(conversation, ClaudeCodeTranslator().translate(record))
+    (message,) = Message.objects.filter(conversation=conversation)
+    assert message.metadata["reasoning"] == ""
+    assert message.metadata["reasoning_encrypted"] is True
+
+
+def test_r6_thinking_and_text_in_one_record_are_one_answer_with_its_reasoning(conversation):
+    """Older versions write a message's blocks in one record: one answer, its reasoning kept."""
+    record = thinking_record("u-both", THOUGHT, {"type": "text", "text": "Found it."})
+    ingest(conversation, ClaudeCodeTranslator().translate(record))
+    (message,) = Message.objects.filter(conversation=conversation)
+    assert message.content == "Found it."
+    assert message.metadata["reasoning"] == "Look first."
+
+
+def test_r6_a_sub_agents_thinking_stays_in_the_log(conversation):
+    translator = ClaudeCodeTranslator()
+    translator.chains["u-side-parent"] = "toolu_task"
+    record = thinking_record("u-side", THOUGHT, isSidechain=True, parentUuid="u-side-parent")
+    events = translator.translate(record)
+    assert [e["type"] for e in events] == ["session.record"]
+    assert events[0]["kind"] == "reasoning" and events[0]["text"] == "Look first."
+
+
+def test_r6_a_session_held_from_before_re_sent_adds_its_reasoning_without_a_clash(conversation):
+    """Reasoning was once kept as a `session.record` under the record's id: a tail
+    re-sending that session gets duplicates and the reasoning, never a 409."""
+    record = thinking_record("u-old", THOUGHT, {"type": "text", "text": "Found it."})
+    old = [
+        {"type": "session.record", "event_id": "cc:u-old", "timestamp": "2026-03-01T22:38:51Z",
+         "dialect": "claude-code", "kind": "reasoning", "message_id": "cc:u-old",
+         "text": "Look first."},
+        {"type": "agent.status", "event_id": "cc:u-old:1", "run_id": "cc:u-old",
+         "timestamp": "2026-03-01T22:38:51Z", "status": "running"},
+        {"type": "agent.step.completed", "event_id": "cc:u-old:2", "run_id": "cc:u-old",
+         "timestamp": "2026-03-01T22:38:51Z", "message_id": "cc:u-old", "content": "Found it."},
+    ]  # fmt: skip
+    ingest(conversation, old)
+    result = ingest(conversation, ClaudeCodeTranslator().translate(record))
+    # The reasoning is new; the status and the text are duplicates. The text's own step
+    # completes the message: no empty completion after it to blank it.
+    assert (result.accepted, result.duplicates) == (1, 2)
+    (message,) = Message.objects.filter(conversation=conversation)
+    assert message.content == "Found it."
+    assert message.metadata["reasoning"] == "Look first."
+
+
+def test_r6_session_reasoning_shows_as_an_escaped_reasoning_block(client, conversation):
+    hostile = "\n".join(SCRIPT_VARIANTS)
+    record = thinking_record("u-h", {"type": "thinking", "thinking": hostile, "signature": "x"})
+    ingest(conversation, ClaudeCodeTranslator().translate(record))
+    client.force_login(conversation.owner)
+    html = client.get(f"/c/{conversation.pk}/").content.decode()
+    assert 'class="reasoning"' in html and "data-reasoning" in html
+    assert "Thought" in html and "Thinking…" not in html
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
+    assert "&lt;script&gt;alert(&#x27;xss-script&#x27;)&lt;/script&gt;" in html
 
 
 def test_unknown_claude_code_records_are_kept_in_the_log(conversation):
@@ -238,13 +301,21 @@ def test_codex_update_plan_is_a_checklist_line(imported):
     assert " · ☐ Implement necessary code updates" in first.metadata["args_summary"]
 
 
-def test_r6_codex_reasoning_summary_is_kept_as_reasoning(imported):
+def test_r6_codex_reasoning_summary_is_a_reasoning_block(imported):
     conversation = imported(CODEX, "codex")
     reasoning = Event.objects.filter(
-        conversation=conversation, type="session.record", payload__kind="reasoning"
+        conversation=conversation, type="agent.reasoning.delta"
     ).order_by("seq")
     assert reasoning.count() == 38
-    assert reasoning[0].payload["text"] == "**Planning repository inspection**"
+    first = reasoning[0].payload
+    assert first["delta"] == "**Planning repository inspection**"
+    message = Message.objects.get(conversation=conversation, message_id=first["message_id"])
+    assert message.role == Role.ASSISTANT and message.content == ""
+    assert message.metadata["reasoning"] == "**Planning repository inspection**"
+    assert message.is_final
+    assert not Event.objects.filter(
+        conversation=conversation, type="session.record", payload__kind="reasoning"
+    ).exists()
     # Codex writes each summary twice (event_msg agent_reasoning): logged once.
     assert not Event.objects.filter(
         conversation=conversation, payload__record__payload__type="agent_reasoning"
@@ -382,7 +453,10 @@ def test_t3_secrets_in_kept_records_are_masked_in_exports(conversation):
     assert secret not in exported
     assert "aaaa" in exported  # masked as ••••, its last 4 characters kept
     # The log itself keeps what was sent.
-    texts = [e.payload.get("text", "") for e in Event.objects.filter(conversation=conversation)]
+    texts = [
+        e.payload.get("text") or e.payload.get("delta") or ""
+        for e in Event.objects.filter(conversation=conversation)
+    ]
     assert any(secret in text for text in texts)
 
 

@@ -23,7 +23,8 @@ spans several records; each record's text and calls become their own step.
   its call (G13): their tool calls start with `parent_tool_call_id`, their text is the
   call's progress output. A sidechain is tied to its call by `agentId` where the record
   has one, by its first prompt (the call's `prompt`), else to the newest open call.
-- `thinking` → reasoning (R6, kept with its message); `redacted_thinking` → encrypted.
+- `thinking` → a reasoning block on its message (R6, `agent.reasoning.delta`);
+  `redacted_thinking` → encrypted reasoning. A sub-agent's thinking stays in the log.
 - Every other record (`summary`, `system`, `file-history-snapshot`, meta prompts, record
   types of newer versions) is kept in the log as a `session.record`.
 """
@@ -143,21 +144,30 @@ class ClaudeCodeTranslator(SessionTranslator):
         content = message.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         message_id = f"cc:{self._key}"
-        texts: list[str] = []
-        calls: list[dict[str, Any]] = []
-        for block in blocks:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif kind == "tool_use":
-                calls.append(block)
-            elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                self.reasoning(message_id, block["thinking"])
-            elif kind == "redacted_thinking":
-                self.reasoning(message_id, "", encrypted=True)
+        blocks = [block for block in blocks if isinstance(block, dict)]
+        texts = [
+            block["text"]
+            for block in blocks
+            if block.get("type") == "text" and isinstance(block.get("text"), str)
+        ]
+        calls = [block for block in blocks if block.get("type") == "tool_use"]
         text = cut("\n\n".join(t for t in texts if t))
+        # The record's own step completes `message_id` (its text, no calls): the
+        # reasoning needs no completion of its own.
+        answered = parent is None and bool(text.strip()) and not calls
+        for block in blocks:
+            kind = block.get("type")
+            if kind in ("thinking", "redacted_thinking"):
+                thought = block.get("thinking") if kind == "thinking" else ""
+                if not isinstance(thought, str):
+                    continue
+                encrypted = kind == "redacted_thinking"
+                # A sub-agent's thinking stays in the log: its words show in its call's
+                # entry, which has no reasoning block.
+                if parent is None:
+                    self.reasoning(message_id, thought, encrypted=encrypted, ends=not answered)
+                else:
+                    self.reasoning_record(message_id, thought, encrypted=encrypted)
         if parent is not None:
             if text.strip():
                 # A sub-agent's words: its call's live output (the log keeps them all).

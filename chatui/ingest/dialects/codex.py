@@ -18,8 +18,9 @@ Each line is `{timestamp, type, payload}` (older versions wrote the payload alon
   `{kind: diff, path, diff}`: Codex's patch as a unified diff (its hunks name no line
   numbers); the call line names the files.
 - `update_plan` {plan: [{step, status}]} → its call line is the checklist.
-- `reasoning` {summary, encrypted_content} → reasoning (R6): the summary text, or only
-  that it happened when all of it is encrypted.
+- `reasoning` {summary, encrypted_content} → a reasoning block (R6,
+  `agent.reasoning.delta`): the summary text, or only that it happened when all of it
+  is encrypted.
 - `event_msg` `task_complete` / `turn_aborted` end the run. The `event_msg` copies of what
   `response_item`s already hold (`user_message`, `agent_message`, `agent_reasoning`) are
   skipped; everything else (`session_meta`, `turn_context`, `token_count`, newer record

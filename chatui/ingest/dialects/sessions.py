@@ -20,8 +20,8 @@ same events:
   tail keeps it between requests — the server hands it back with each answer — so the
   server keeps nothing per session, and the state is checked like any other input.
 - Records the page does not show (metadata, token counts, record types this version does
-  not know) are kept in the log as `session.record` events, never dropped; a model's
-  reasoning is kept the same way with `kind: "reasoning"` and the message it belongs to.
+  not know) are kept in the log as `session.record` events, never dropped. A model's
+  reasoning is a reasoning block (`agent.reasoning.delta`, R6) on the message it belongs to.
 """
 
 from __future__ import annotations
@@ -273,15 +273,14 @@ class SessionTranslator:
 
     # -- events -------------------------------------------------------------
 
-    def emit(self, type: str, **fields: Any) -> dict[str, Any]:
+    def emit(self, type: str, *, event_id: str | None = None, **fields: Any) -> dict[str, Any]:
+        """An event of the record; its id the record's next (`next_id`) unless given."""
         if not self.run and type not in (SESSION_RECORD, "agent.status"):
             # Work before any prompt (a file that starts mid-session): a run of its own, so
             # that the end of the session ends it and no tool is left ticking (T2).
             self.run = f"{self.prefix}:{self._key}"[:MAX_ID_CHARS]
             self.emit("agent.status", status="running")
-        event_id = f"{self.prefix}:{self._key}" + (f":{self._count}" if self._count else "")
-        self._count += 1
-        event: dict[str, Any] = {"type": type, "event_id": event_id[:MAX_ID_CHARS]}
+        event: dict[str, Any] = {"type": type, "event_id": event_id or self.next_id()}
         if self.run:
             event["run_id"] = self.run
         if self._time:
@@ -289,6 +288,12 @@ class SessionTranslator:
         event.update({key: value for key, value in fields.items() if value is not None})
         self._out.append(event)
         return event
+
+    def next_id(self) -> str:
+        """The record's next event id: `<prefix>:<key>`, then `<prefix>:<key>:<n>`."""
+        event_id = f"{self.prefix}:{self._key}" + (f":{self._count}" if self._count else "")
+        self._count += 1
+        return event_id[:MAX_ID_CHARS]
 
     def keep(self, record: dict[str, Any], kind: str, **fields: Any) -> None:
         """A record the page does not show, kept in the log as it came."""
@@ -323,9 +328,44 @@ class SessionTranslator:
             )
         self.emit("agent.tool.started", tool_call_id=call_id, tool_name=name, **fields)
 
-    def reasoning(self, message_id: str, text: str, *, encrypted: bool = False) -> None:
-        """The model's reasoning (R6), kept with the message it belongs to. The event
-        contract has no reasoning event yet (docs/events.md#sessions): kept as a record."""
+    def reasoning(
+        self, message_id: str, text: str, *, encrypted: bool = False, ends: bool = True
+    ) -> None:
+        """The model's reasoning (R6): a reasoning block on the message it belongs to
+        (`agent.reasoning.delta`), ended at once by completing that message with no text —
+        a record holds a whole thought, so the block says "Thought", not "Thinking…" until
+        the run ends. `ends=False` when the same record completes the message itself
+        (with its text): an empty completion after it, re-sent, would blank that text.
+
+        Ids: the record's next id is taken, as when reasoning was kept as a
+        `session.record` under it, and the two events are named after it
+        (`…:reasoning`, `…:reasoned`): the record's later events keep their ids, and a
+        tail re-sending a session that a conversation holds from before gets duplicates
+        and these two new events, never a 409 for an id reused with another body.
+        Reasoning with no text and not encrypted says nothing: kept as a record."""
+        message_id = message_id[:MAX_ID_CHARS]
+        if not text.strip() and not encrypted:
+            self.reasoning_record(message_id, text)
+            return
+        slot = self.next_id()
+        self.emit(
+            "agent.reasoning.delta",
+            event_id=f"{slot}:reasoning"[:MAX_ID_CHARS],
+            message_id=message_id,
+            delta=text,
+            encrypted=encrypted or None,
+        )
+        if ends:
+            self.emit(
+                "agent.step.completed",
+                event_id=f"{slot}:reasoned"[:MAX_ID_CHARS],
+                message_id=message_id,
+                content="",
+            )
+
+    def reasoning_record(self, message_id: str, text: str, *, encrypted: bool = False) -> None:
+        """Reasoning kept in the log only, as a `session.record` of kind "reasoning": one
+        that says nothing, or a sub-agent's (its work shows inside its call's entry)."""
         self.emit(
             SESSION_RECORD,
             dialect=self.dialect,
