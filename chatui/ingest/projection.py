@@ -411,6 +411,9 @@ class Projector(OtelHandlers, AguiProjection):
         self._agentspine_message: tuple[str, str, str] | None = None
         self._agentspine_message_known = empty
         self._agui_reset()
+        # The deadlines of the approval requests this call projected, native or AG-UI
+        # interrupts alike: the approval clock times them when the ingest commits.
+        self.approval_deadlines: list[datetime] = []
 
     def prefetch(self, events: Sequence[Event]) -> None:
         """Load, in a few queries, everything the batch's events will look up."""
@@ -757,12 +760,14 @@ class Projector(OtelHandlers, AguiProjection):
             if key in payload:
                 message.metadata[key] = payload[key]
         timeout_s = payload.get("timeout_s", DEFAULT_APPROVAL_TIMEOUT_S)
+        deadline = event.received_at + timedelta(seconds=timeout_s)
         message.metadata["approval"] = {
             "reason": payload.get("reason", ""),
             "timeout_s": timeout_s,
             "requested_at": event.received_at.isoformat(),
-            "expires_at": (event.received_at + timedelta(seconds=timeout_s)).isoformat(),
+            "expires_at": deadline.isoformat(),
         }
+        self.approval_deadlines.append(deadline)
         self._save(message, event)
 
     def _on_tool_approval(self, event: Event, payload: dict[str, Any]) -> None:
