@@ -67,7 +67,7 @@ class AguiProjection:
     def _agui_native(self, event: Event, name: str, fields: dict[str, Any]) -> None:
         """A native operation, once: a run ended (or failed) is not ended again by a
         re-sent end under another body (RUN_ERROR has no id to be a duplicate by)."""
-        ends = name == "agent.status" and fields["status"] in ("completed", "failed")
+        ends = name == "agent.status" and fields["status"] in ("completed", "failed", "cancelled")
         if ends and self._run_has_ended(event.run_id):
             return
         getattr(self, "_on_" + name.replace(".", "_"))(event, fields)

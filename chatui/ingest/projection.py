@@ -58,13 +58,21 @@ from .otel_projection import OTEL_TYPES, OtelHandlers
 from .values import details_failure, is_tool_execution_result, result_text
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
-FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
+FINISHED = (
+    ToolStatus.SUCCESS,
+    ToolStatus.ERROR,
+    ToolStatus.SKIPPED,
+    ToolStatus.DENIED,
+    ToolStatus.CANCELLED,
+)
 OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # The live output tail kept on a running tool; the event log keeps every chunk.
 OUTPUT_TAIL_CHARS = 8000
 TITLE_CHARS = 80
 AGENTSPINE_STOPPED = re.compile(r"\(agent stopped: (?P<reason>[^)]+)\)")
 AGENTSPINE_STOP_STATUSES = ("cancelled", "loop_detected")
+#: W5: the line a run stopped by a person ends with.
+STOPPED_BY_YOU = "Stopped by you"
 
 
 @dataclass
@@ -801,7 +809,7 @@ class Projector(OtelHandlers, AguiProjection):
         status = self._run_statuses.get(run_id)
         if status is None:
             status = RUN_STATUS.one(pk=self.conversation.pk, run_id=run_id)
-        return status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
+        return status in ConversationStatus.ended()
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
         verb = "continuing" if payload["should_continue"] else "stopped"
@@ -834,13 +842,33 @@ class Projector(OtelHandlers, AguiProjection):
             self._create(
                 event, f"status_{event.seq}", Role.STATUS, content=text, status_type="error"
             )
+        elif status == "cancelled":
+            self._stopped_by_user(event)
         if payload.get("dialect") == AGENTSPINE and status == "completed":
             self._agentspine_end(event, payload.get("final_text"))
-        if status in ("completed", "failed"):
+        if status in ConversationStatus.ended():
             self._finish_run(event, status, payload)
             self._reconcile(event.run_id)
         elif status == "running":
             self._set_conversation_status(ConversationStatus.RUNNING, event.run_id)
+
+    def _stopped_by_user(self, event: Event) -> None:
+        """W5: a stopped run says so in a muted line that stays (a continuation, as an
+        agent's own stop is; S3 keeps it), never a red banner (S2)."""
+        self._create(
+            event,
+            f"status_{event.seq}",
+            Role.STATUS,
+            content=STOPPED_BY_YOU,
+            status_type="continuation",
+            metadata={
+                "continuation": {
+                    "should_continue": False,
+                    "stop_reason": "cancelled",
+                    "resolved_by": "user",
+                }
+            },
+        )
 
     # -- [001] AgentSpine's own events --------------------------------------
 
@@ -1038,7 +1066,10 @@ class Projector(OtelHandlers, AguiProjection):
             self._set_status(ConversationStatus.RUNNING)
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
-        self._mark_unanswered_tools(event)
+        if status == ConversationStatus.CANCELLED:
+            self._cancel_open_tools(event)
+        else:
+            self._mark_unanswered_tools(event)
         self._end_streams(event)
         if event.run_id:
             END_RUN.run(
@@ -1096,6 +1127,18 @@ class Projector(OtelHandlers, AguiProjection):
             if message.tool_status not in OPEN:
                 continue
             message.metadata["no_result_recorded"] = True
+            self._save(message, event)
+
+    def _cancel_open_tools(self, event: Event) -> None:
+        """W5: a stopped run's queued and running tools never ran to an end: `cancelled`
+        (muted, not failures), however they were left."""
+        self.flush()
+        for row in UNANSWERED_TOOLS.all(pk=self.conversation.pk, run_id=event.run_id):
+            message = self._messages.get(row.message_id) or row
+            self._messages[row.message_id] = message
+            if message.tool_status not in OPEN:
+                continue
+            message.tool_status = ToolStatus.CANCELLED
             self._save(message, event)
 
     def _end_streams(self, event: Event) -> None:
