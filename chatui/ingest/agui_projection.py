@@ -349,10 +349,12 @@ class AguiProjection:
             tool_name=message.tool_name,
         )
         before = same_tool.filter(position__lt=message.position).order_by("-position").first()
-        after = same_tool.filter(position__gt=message.position).order_by("position").first()
         if before is not None:
             self._number_attempts(self._held(before), message, event)
-        if after is not None and message.tool_status == ToolStatus.ERROR:
+        if message.tool_status != ToolStatus.ERROR:
+            return  # only a failure looks forward (most ends: no second query)
+        after = same_tool.filter(position__gt=message.position).order_by("position").first()
+        if after is not None:
             self._number_attempts(message, self._held(after), event)
 
     def _held(self, row: Message) -> Message:

@@ -109,7 +109,10 @@ class ChangeSet:
 
 # Events that change no searchable text: indexing on them would re-index a streaming
 # answer at every token (quadratic) or a running tool at every progress line.
-UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress")
+# An AG-UI call's streamed arguments are indexed once, when TOOL_CALL_END reads them.
+#: AG-UI's tool result: its `messageId` names the result's message, never a row of ours.
+AGUI_RESULT = "agui.TOOL_CALL_RESULT"
+UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress", "agui.TOOL_CALL_ARGS")
 # How much of a streaming message a batch of deltas reads: enough to know whether the
 # page shows it yet (`_shows_streaming`), not the whole text (docs/PERFORMANCE.md#p5).
 STREAM_HEAD_CHARS = 64
@@ -153,6 +156,39 @@ class KnownRuns:
 
 
 known_runs = KnownRuns()
+
+
+class LatestRuns:
+    """Each conversation's latest run as of a committed seq, so that the next ingest
+    that needs it (AG-UI's run-less events: TOOL_CALL_ARGS, TEXT_MESSAGE_CONTENT, …)
+    need not ask: valid while the conversation's `last_seq` and `rebuilds` are still
+    those it was recorded at — any later write, in any process, moves `last_seq`.
+    Recorded on commit only."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._latest: dict[Any, tuple[int, int, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conversation: Conversation) -> str | None:
+        with self._lock:
+            known = self._latest.get(conversation.pk)
+        if known is None or known[:2] != (conversation.last_seq, conversation.rebuilds):
+            return None
+        return known[2]
+
+    def record_on_commit(self, conversation_pk: Any, seq: int, rebuilds: int, run_id: str) -> None:
+        transaction.on_commit(lambda: self._record(conversation_pk, (seq, rebuilds, run_id)))
+
+    def _record(self, conversation_pk: Any, known: tuple[int, int, str]) -> None:
+        with self._lock:
+            if len(self._latest) >= self.LIMIT:
+                self._latest.clear()  # a cache: forgetting costs one query
+            self._latest[conversation_pk] = known
+
+
+latest_runs = LatestRuns()
 
 
 def _messages(conversation_pk: Any) -> QuerySet[Message]:
@@ -432,7 +468,11 @@ class Projector(OtelHandlers, AguiProjection):
                 message_ids.add(payload.get("message_id") or f"msg_{event.seq}")
             elif payload.get("message_id"):
                 message_ids.add(payload["message_id"])
-            elif event.type in AGUI_LOG_TYPES and isinstance(payload.get("messageId"), str):
+            elif (
+                event.type in AGUI_LOG_TYPES
+                and event.type != AGUI_RESULT  # its message is the result's: no row of ours
+                and isinstance(payload.get("messageId"), str)
+            ):
                 message_ids.add(payload["messageId"])
             if event.tool_call_id:
                 call_ids.add(event.tool_call_id)
@@ -482,6 +522,10 @@ class Projector(OtelHandlers, AguiProjection):
             self.apply(event)
         self._otel_finish()  # the runs its root spans ended, together (docs/PERFORMANCE.md#p8)
         self.flush()
+        if self._latest_run is not None and events:
+            latest_runs.record_on_commit(
+                self.conversation.pk, events[-1].seq, self.conversation.rebuilds, self._latest_run
+            )
 
     def _appended_unread(self, event: Event) -> bool:
         """A lone delta to an answer the page shows streaming, of a run this process
@@ -527,8 +571,19 @@ class Projector(OtelHandlers, AguiProjection):
 
     def agui_run_for(self, event: Event) -> str:
         """docs/events.md#ag-ui: run-less AG-UI events belong to the conversation's latest run."""
+        latest = self._load_latest_run()
+        if latest:
+            self._runs.add(latest)  # it has a row: `_track_run` need not look for it
+        return latest
+
+    def _load_latest_run(self) -> str:
+        """The conversation's latest run ("" none): what this call knows, else what the
+        process recorded at the conversation's current seq (`latest_runs`), else read."""
         if self._latest_run is None:
-            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
+            latest = None if self._empty else latest_runs.get(self.conversation)
+            if latest is None:
+                latest = LATEST_RUN.one(pk=self.conversation.pk) or ""
+            self._latest_run = latest
         return self._latest_run
 
     # -- messages by type -------------------------------------------------
@@ -1174,9 +1229,7 @@ class Projector(OtelHandlers, AguiProjection):
         or it is the latest run (or there is none)."""
         if not run_id:
             return True
-        if self._latest_run is None:
-            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
-        return self._latest_run in ("", run_id)
+        return self._load_latest_run() in ("", run_id)
 
     def _set_status(self, status: str) -> None:
         if self.conversation.status != status:
