@@ -1,7 +1,8 @@
-"""W5 Stop is not a crash (SPEC §2, §10): a run a person stops ends `cancelled` — "Stopped by
-you", muted, no red banner — its queued and running tools become `cancelled` (muted,
-"cancelled", no Copy output), not errors, and the list row says "Stopped". Every surface
-counts them apart from failures (W4). A run that fails by itself keeps S2.
+"""W5 Stop is not a crash (docs/rendering.md#w5, docs/events.md#agent-status): a run a
+person stops ends `cancelled` — "Stopped by you", muted, no red banner — its queued and
+running tools become `cancelled` (muted, "cancelled", no Copy output), not errors, and the
+list row says "Stopped". Every surface counts them apart from failures (W4). A run that
+fails by itself keeps S2.
 
 The built-in agents' Stop (the agui backend's included) is proved in tests/agents; here
 the contract, the projection and every surface that shows a run's end.
