@@ -50,6 +50,13 @@ class ConversationStatus(models.TextChoices):
     RUNNING = "running", "Running"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
+    # W5: a person pressed Stop. Not a failure: no red banner, not counted as failed.
+    CANCELLED = "cancelled", "Cancelled"
+
+    @classmethod
+    def ended(cls) -> tuple[str, ...]:
+        """The statuses a run ends in."""
+        return (cls.COMPLETED, cls.FAILED, cls.CANCELLED)
 
 
 M = TypeVar("M", bound=models.Model)
@@ -228,6 +235,9 @@ class ToolStatus(models.TextChoices):
     # error.
     AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
     DENIED = "denied", "Denied"
+    # W5: queued or running when a person stopped its run: never ran to an end, not an
+    # error.
+    CANCELLED = "cancelled", "Cancelled"
 
 
 class Message(FastLoad):

@@ -127,7 +127,7 @@ class AGUIAgent:
         body = await db(_input)(ctx.conversation_id, ctx.run_id, ctx.user_text, self.resume_of)
         ended = await self.stream(ctx, body, headers, secrets)
         status = await run_status(ctx.conversation_id, ctx.run_id)
-        if status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED):
+        if status in ConversationStatus.ended():
             ctx.mark_ended(status)  # the agent's own end, through the dialect
             return
         if ended is None:

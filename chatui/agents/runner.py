@@ -11,18 +11,18 @@ loop. `stop_run` and `wait_for_run` work from any loop. The task
 2. awaits `agent.run(ctx)` — the agent reports everything through `ctx`, whose
    only way out is `chatui.ingest.service.ingest`, run in a worker thread,
 3. ingests `completed` when the agent returns (unless the run already ended),
-   or `failed` with a readable `error_message` when it raised, crashed, or was
-   stopped (`stop_run`: "stopped by user").
+   or `failed` with a readable `error_message` when it raised or crashed, or
+   `cancelled` when a person stopped it (`stop_run`, W5: not a failure).
 
 The task runs in a fresh `contextvars.Context`, so it does not inherit the
 request's thread-sensitive context (which ends with the request); all of a run's
 database work goes through one worker thread, in order. Events a cancelled run
-had already handed to that thread are committed before its `failed` status, and
+had already handed to that thread are committed before its end status, and
 nothing follows it.
 
 State is per process: `is_running` knows the runs of this process only. A run
 left `running` in the database by a dead process can still be stopped: `stop_run`
-then ingests the `failed` status itself.
+then ingests the run's end itself (`cancelled` for a person's Stop).
 
 Where runs execute: in this process by default (`make run`). With
 `CHATUI_RUN_WORKERS=1` a web process only enqueues them (`chatui.agents.dispatch`)
@@ -51,8 +51,8 @@ from .registry import AGENTS, get_agent, register_agent
 from .runs import (
     STOPPED_BY_USER,
     RunSpec,
-    closing_events,
     db,
+    ending_events,
     fail_run,
     ingest_async,
     new_run_id,
@@ -254,45 +254,45 @@ async def _drive(conversation: Conversation, handle: _Handle, spec: RunSpec) -> 
         return ctx.end_status == "completed"
     except asyncio.CancelledError:
         handle.cancel_seen = True
-        await _end_failed(ctx, handle.stop_reason or "the run was cancelled (server stopping?)")
+        await _end(ctx, handle.stop_reason or "the run was cancelled (server stopping?)")
         if handle.stop_reason is None:
             raise  # not ours: let the loop's shutdown proceed
         return False
     except AgentError as problem:
         logger.info("run %s of agent %s failed: %s", spec.run_id, name, problem)
-        await _end_failed(ctx, str(problem) or "the agent failed")
+        await _end(ctx, str(problem) or "the agent failed")
         return False
     except Exception as problem:
         logger.exception("agent %s crashed in run %s", name, spec.run_id)
-        await _end_failed(ctx, f"The agent crashed: {type(problem).__name__}: {problem}")
+        await _end(ctx, f"The agent crashed: {type(problem).__name__}: {problem}")
         return False
 
 
-async def _end_failed(ctx: RunContext, message: str) -> None:
-    """Ingest `failed` unless the run has already ended (its end event may have
-    been in flight when the run was cancelled, or a remote runtime ended it).
-    What the run left open is closed first (`runs.closing_events`)."""
+async def _end(ctx: RunContext, message: str) -> None:
+    """Ingest `failed` with `message` — or `cancelled`, when it is a person's Stop
+    (W5) — unless the run has already ended (its end event may have been in flight
+    when the run was cancelled, or a remote runtime ended it). What the run left open
+    is closed first (`runs.ending_events`)."""
     if ctx.ended:
         return
     try:
         status = await run_status(ctx.conversation_id, ctx.run_id)
-        if status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED):
+        if status in ConversationStatus.ended():
             ctx.mark_ended(status)
             return
-        closing = await closing_events(ctx.conversation_id, ctx.run_id, message)
-        if closing:
-            await ctx.emit(*closing)
-        await ctx.fail(message)
+        ending = await ending_events(ctx.conversation_id, ctx.run_id, message)
+        await ctx.emit(*ending)
+        ctx.mark_ended(ending[-1]["status"])
     except Exception:
         logger.exception("could not record the end of run %s", ctx.run_id)
 
 
 async def stop_run(conversation_id: Any, reason: str = STOPPED_BY_USER) -> str | None:
-    """Stop the conversation's run: cancel its task and ingest `agent.status
-    failed` with `reason` as error_message. Returns the stopped run's id, or None
-    when nothing was running. A run that is `running` in the database with no
-    task in this process (a webhook runtime's, or one orphaned by a restart) is
-    marked failed the same way."""
+    """Stop the conversation's run: cancel its task and ingest its end — `agent.status
+    cancelled` for a person's Stop (the default `reason`, W5), else `failed` with
+    `reason` as error_message. Returns the stopped run's id, or None when nothing was
+    running. A run that is `running` in the database with no task in this process (a
+    webhook runtime's, or one orphaned by a restart) is ended the same way."""
     if runs_elsewhere():
         return await dispatch.stop(conversation_id, reason)
     handle = _RUNS.get(_key(conversation_id))

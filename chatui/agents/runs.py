@@ -26,6 +26,12 @@ from .registry import AGENTS, get_agent
 STOPPED_BY_USER = "stopped by user"
 
 
+def stopped_by_user(reason: str | None) -> bool:
+    """W5: a run ended for this reason was stopped by a person (Stop): it ends
+    `cancelled`, not failed."""
+    return reason == STOPPED_BY_USER
+
+
 # -- database access from async code -----------------------------------------------
 
 
@@ -94,6 +100,24 @@ def _closing_events(conversation_id: Any, run_id: str, reason: str) -> list[dict
 closing_events = db(_closing_events)
 
 
+def _ending_events(conversation_id: Any, run_id: str, reason: str) -> list[dict[str, Any]]:
+    """The events that end a run no agent ends itself: `cancelled` when a person
+    stopped it (W5: its half-streamed answers keep their text, the projection makes its
+    open tools `cancelled`), else what it left open closed and `failed` with `reason`."""
+    if stopped_by_user(reason):
+        closing = [
+            event
+            for event in _closing_events(conversation_id, run_id, reason)
+            if event["type"] == "agent.step.completed"
+        ]
+        return [*closing, {"type": "agent.status", "status": "cancelled"}]
+    closing = _closing_events(conversation_id, run_id, reason)
+    return [*closing, {"type": "agent.status", "status": "failed", "error_message": reason}]
+
+
+ending_events = db(_ending_events)
+
+
 def _run_status(conversation_id: Any, run_id: str) -> str | None:
     return (
         Run.objects.filter(conversation_id=conversation_id, run_id=run_id)
@@ -154,11 +178,11 @@ class RunSpec:
 
 def fail_run(run: Run, reason: str, *, tag: str = "stop") -> str | None:
     """End `run`, driven by no task of this process, as failed with `reason`,
-    closing what it left open. Event ids are `{run_id}.{tag}.{n}`, so two
-    processes failing the same run for the same cause store it once. Returns the
-    run id, or None when the run had already ended."""
-    closing = _closing_events(run.conversation_id, run.run_id, reason)
-    closing.append({"type": "agent.status", "status": "failed", "error_message": reason})
+    closing what it left open — or `cancelled` when the reason is a person's Stop (W5).
+    Event ids are `{run_id}.{tag}.{n}`, so two processes ending the same run for the
+    same cause store it once. Returns the run id, or None when the run had already
+    ended."""
+    closing = _ending_events(run.conversation_id, run.run_id, reason)
     events = [
         {**event, "run_id": run.run_id, "event_id": f"{run.run_id}.{tag}.{number}"}
         for number, event in enumerate(closing, start=1)

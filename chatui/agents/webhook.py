@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 MAX_BACKOFF_SECONDS = 8.0
 #: How often a webhook run looks for approval decisions to forward (docs/events.md#approvals).
 DECISION_POLL_SECONDS = 0.5
-ENDED = (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
+ENDED = ConversationStatus.ended()
 
 
 def events_url(conversation_id: Any, public_url: str | None = None) -> str:

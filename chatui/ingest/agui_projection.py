@@ -21,15 +21,16 @@ and the reconciliation of snapshots; each is short, and they share the projector
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
 
 from chatui.ingest.dialects import agui
 from chatui.models import POSITION_STRIDE, Event, Message, Role, Run, ToolStatus, position_for
 
+from .events import DEFAULT_APPROVAL_TIMEOUT_S, MAX_APPROVAL_TIMEOUT_S
 from .values import MAX_TOKENS
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 #: Pydantic AI's outcomes that make a finished call a failure (`denied` is its own).
 FAILED_OUTCOMES = ("retried", "failed", "interrupted")
@@ -66,7 +67,7 @@ class AguiProjection:
     def _agui_native(self, event: Event, name: str, fields: dict[str, Any]) -> None:
         """A native operation, once: a run ended (or failed) is not ended again by a
         re-sent end under another body (RUN_ERROR has no id to be a duplicate by)."""
-        ends = name == "agent.status" and fields["status"] in ("completed", "failed")
+        ends = name == "agent.status" and fields["status"] in ("completed", "failed", "cancelled")
         if ends and self._run_has_ended(event.run_id):
             return
         getattr(self, "_on_" + name.replace(".", "_"))(event, fields)
@@ -348,10 +349,12 @@ class AguiProjection:
             tool_name=message.tool_name,
         )
         before = same_tool.filter(position__lt=message.position).order_by("-position").first()
-        after = same_tool.filter(position__gt=message.position).order_by("position").first()
         if before is not None:
             self._number_attempts(self._held(before), message, event)
-        if after is not None and message.tool_status == ToolStatus.ERROR:
+        if message.tool_status != ToolStatus.ERROR:
+            return  # only a failure looks forward (most ends: no second query)
+        after = same_tool.filter(position__gt=message.position).order_by("position").first()
+        if after is not None:
             self._number_attempts(message, self._held(after), event)
 
     def _held(self, row: Message) -> Message:
@@ -411,7 +414,10 @@ class AguiProjection:
             "tool_call_id": call_id,
             "tool_name": entry.tool_name if entry is not None else "tool",
             "reason": fields["message"],
+            "timeout_s": interrupt_timeout_s(fields.get("expires_at"), event.received_at),
         }
+        # The native request's own handler: the same deadline, and the same clock
+        # (chatui.live.approval_clock) told of it when the ingest commits.
         self._on_agent_tool_approval_requested(event, request)
         message = self._tool(call_id)
         if message is not None and message.tool_status == ToolStatus.AWAITING_APPROVAL:
@@ -595,3 +601,20 @@ class AguiProjection:
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def interrupt_timeout_s(expires_at: Any, received_at: datetime) -> float:
+    """An interrupt's `expiresAt` as a native request's `timeout_s`, reckoned from when the
+    server received it (as native requests are, so re-projection gives the same deadline):
+    past → 0 (expired at once), beyond a week → a week, absent or not an ISO 8601 time
+    (AG-UI leaves its form open) → the native default."""
+    try:
+        expires = parse_datetime(expires_at) if isinstance(expires_at, str) else None
+    except ValueError:  # well formed but out of range (a 25th hour)
+        expires = None
+    if expires is None:
+        return DEFAULT_APPROVAL_TIMEOUT_S
+    if expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    seconds = (expires - received_at).total_seconds()
+    return min(max(seconds, 0.0), float(MAX_APPROVAL_TIMEOUT_S))

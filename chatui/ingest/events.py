@@ -60,7 +60,8 @@ TOOL_CALL_FIELDS: dict[str, tuple[Checker, bool]] = {
     "args_summary": (string, False),
 }
 
-STATUSES = ("thinking", "running", "info", "completed", "failed")
+#: `cancelled`: a person stopped the run (W5) — not a failure.
+STATUSES = ("thinking", "running", "info", "completed", "failed", "cancelled")
 
 #: docs/events.md#approvals. `expired` is decided by the server ("system") when `timeout_s` passed.
 APPROVAL_DECISIONS = ("approved", "denied", "expired")

@@ -58,13 +58,21 @@ from .otel_projection import OTEL_TYPES, OtelHandlers
 from .values import details_failure, is_tool_execution_result, result_text
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
-FINISHED = (ToolStatus.SUCCESS, ToolStatus.ERROR, ToolStatus.SKIPPED, ToolStatus.DENIED)
+FINISHED = (
+    ToolStatus.SUCCESS,
+    ToolStatus.ERROR,
+    ToolStatus.SKIPPED,
+    ToolStatus.DENIED,
+    ToolStatus.CANCELLED,
+)
 OPEN = (ToolStatus.QUEUED, ToolStatus.RUNNING)
 # The live output tail kept on a running tool; the event log keeps every chunk.
 OUTPUT_TAIL_CHARS = 8000
 TITLE_CHARS = 80
 AGENTSPINE_STOPPED = re.compile(r"\(agent stopped: (?P<reason>[^)]+)\)")
 AGENTSPINE_STOP_STATUSES = ("cancelled", "loop_detected")
+#: W5: the line a run stopped by a person ends with.
+STOPPED_BY_YOU = "Stopped by you"
 
 
 @dataclass
@@ -101,7 +109,10 @@ class ChangeSet:
 
 # Events that change no searchable text: indexing on them would re-index a streaming
 # answer at every token (quadratic) or a running tool at every progress line.
-UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress")
+# An AG-UI call's streamed arguments are indexed once, when TOOL_CALL_END reads them.
+#: AG-UI's tool result: its `messageId` names the result's message, never a row of ours.
+AGUI_RESULT = "agui.TOOL_CALL_RESULT"
+UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress", "agui.TOOL_CALL_ARGS")
 # How much of a streaming message a batch of deltas reads: enough to know whether the
 # page shows it yet (`_shows_streaming`), not the whole text (docs/PERFORMANCE.md#p5).
 STREAM_HEAD_CHARS = 64
@@ -145,6 +156,39 @@ class KnownRuns:
 
 
 known_runs = KnownRuns()
+
+
+class LatestRuns:
+    """Each conversation's latest run as of a committed seq, so that the next ingest
+    that needs it (AG-UI's run-less events: TOOL_CALL_ARGS, TEXT_MESSAGE_CONTENT, …)
+    need not ask: valid while the conversation's `last_seq` and `rebuilds` are still
+    those it was recorded at — any later write, in any process, moves `last_seq`.
+    Recorded on commit only."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._latest: dict[Any, tuple[int, int, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conversation: Conversation) -> str | None:
+        with self._lock:
+            known = self._latest.get(conversation.pk)
+        if known is None or known[:2] != (conversation.last_seq, conversation.rebuilds):
+            return None
+        return known[2]
+
+    def record_on_commit(self, conversation_pk: Any, seq: int, rebuilds: int, run_id: str) -> None:
+        transaction.on_commit(lambda: self._record(conversation_pk, (seq, rebuilds, run_id)))
+
+    def _record(self, conversation_pk: Any, known: tuple[int, int, str]) -> None:
+        with self._lock:
+            if len(self._latest) >= self.LIMIT:
+                self._latest.clear()  # a cache: forgetting costs one query
+            self._latest[conversation_pk] = known
+
+
+latest_runs = LatestRuns()
 
 
 def _messages(conversation_pk: Any) -> QuerySet[Message]:
@@ -411,6 +455,9 @@ class Projector(OtelHandlers, AguiProjection):
         self._agentspine_message: tuple[str, str, str] | None = None
         self._agentspine_message_known = empty
         self._agui_reset()
+        # The deadlines of the approval requests this call projected, native or AG-UI
+        # interrupts alike: the approval clock times them when the ingest commits.
+        self.approval_deadlines: list[datetime] = []
 
     def prefetch(self, events: Sequence[Event]) -> None:
         """Load, in a few queries, everything the batch's events will look up."""
@@ -421,7 +468,11 @@ class Projector(OtelHandlers, AguiProjection):
                 message_ids.add(payload.get("message_id") or f"msg_{event.seq}")
             elif payload.get("message_id"):
                 message_ids.add(payload["message_id"])
-            elif event.type in AGUI_LOG_TYPES and isinstance(payload.get("messageId"), str):
+            elif (
+                event.type in AGUI_LOG_TYPES
+                and event.type != AGUI_RESULT  # its message is the result's: no row of ours
+                and isinstance(payload.get("messageId"), str)
+            ):
                 message_ids.add(payload["messageId"])
             if event.tool_call_id:
                 call_ids.add(event.tool_call_id)
@@ -471,6 +522,10 @@ class Projector(OtelHandlers, AguiProjection):
             self.apply(event)
         self._otel_finish()  # the runs its root spans ended, together (docs/PERFORMANCE.md#p8)
         self.flush()
+        if self._latest_run is not None and events:
+            latest_runs.record_on_commit(
+                self.conversation.pk, events[-1].seq, self.conversation.rebuilds, self._latest_run
+            )
 
     def _appended_unread(self, event: Event) -> bool:
         """A lone delta to an answer the page shows streaming, of a run this process
@@ -516,8 +571,19 @@ class Projector(OtelHandlers, AguiProjection):
 
     def agui_run_for(self, event: Event) -> str:
         """docs/events.md#ag-ui: run-less AG-UI events belong to the conversation's latest run."""
+        latest = self._load_latest_run()
+        if latest:
+            self._runs.add(latest)  # it has a row: `_track_run` need not look for it
+        return latest
+
+    def _load_latest_run(self) -> str:
+        """The conversation's latest run ("" none): what this call knows, else what the
+        process recorded at the conversation's current seq (`latest_runs`), else read."""
         if self._latest_run is None:
-            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
+            latest = None if self._empty else latest_runs.get(self.conversation)
+            if latest is None:
+                latest = LATEST_RUN.one(pk=self.conversation.pk) or ""
+            self._latest_run = latest
         return self._latest_run
 
     # -- messages by type -------------------------------------------------
@@ -757,12 +823,14 @@ class Projector(OtelHandlers, AguiProjection):
             if key in payload:
                 message.metadata[key] = payload[key]
         timeout_s = payload.get("timeout_s", DEFAULT_APPROVAL_TIMEOUT_S)
+        deadline = event.received_at + timedelta(seconds=timeout_s)
         message.metadata["approval"] = {
             "reason": payload.get("reason", ""),
             "timeout_s": timeout_s,
             "requested_at": event.received_at.isoformat(),
-            "expires_at": (event.received_at + timedelta(seconds=timeout_s)).isoformat(),
+            "expires_at": deadline.isoformat(),
         }
+        self.approval_deadlines.append(deadline)
         self._save(message, event)
 
     def _on_tool_approval(self, event: Event, payload: dict[str, Any]) -> None:
@@ -796,7 +864,7 @@ class Projector(OtelHandlers, AguiProjection):
         status = self._run_statuses.get(run_id)
         if status is None:
             status = RUN_STATUS.one(pk=self.conversation.pk, run_id=run_id)
-        return status in (ConversationStatus.COMPLETED, ConversationStatus.FAILED)
+        return status in ConversationStatus.ended()
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
         verb = "continuing" if payload["should_continue"] else "stopped"
@@ -829,13 +897,33 @@ class Projector(OtelHandlers, AguiProjection):
             self._create(
                 event, f"status_{event.seq}", Role.STATUS, content=text, status_type="error"
             )
+        elif status == "cancelled":
+            self._stopped_by_user(event)
         if payload.get("dialect") == AGENTSPINE and status == "completed":
             self._agentspine_end(event, payload.get("final_text"))
-        if status in ("completed", "failed"):
+        if status in ConversationStatus.ended():
             self._finish_run(event, status, payload)
             self._reconcile(event.run_id)
         elif status == "running":
             self._set_conversation_status(ConversationStatus.RUNNING, event.run_id)
+
+    def _stopped_by_user(self, event: Event) -> None:
+        """W5: a stopped run says so in a muted line that stays (a continuation, as an
+        agent's own stop is; S3 keeps it), never a red banner (S2)."""
+        self._create(
+            event,
+            f"status_{event.seq}",
+            Role.STATUS,
+            content=STOPPED_BY_YOU,
+            status_type="continuation",
+            metadata={
+                "continuation": {
+                    "should_continue": False,
+                    "stop_reason": "cancelled",
+                    "resolved_by": "user",
+                }
+            },
+        )
 
     # -- [001] AgentSpine's own events --------------------------------------
 
@@ -1033,7 +1121,10 @@ class Projector(OtelHandlers, AguiProjection):
             self._set_status(ConversationStatus.RUNNING)
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
-        self._mark_unanswered_tools(event)
+        if status == ConversationStatus.CANCELLED:
+            self._cancel_open_tools(event)
+        else:
+            self._mark_unanswered_tools(event)
         self._end_streams(event)
         if event.run_id:
             END_RUN.run(
@@ -1106,6 +1197,18 @@ class Projector(OtelHandlers, AguiProjection):
             message.metadata["no_result_recorded"] = True
             self._save(message, event)
 
+    def _cancel_open_tools(self, event: Event) -> None:
+        """W5: a stopped run's queued and running tools never ran to an end: `cancelled`
+        (muted, not failures), however they were left."""
+        self.flush()
+        for row in UNANSWERED_TOOLS.all(pk=self.conversation.pk, run_id=event.run_id):
+            message = self._messages.get(row.message_id) or row
+            self._messages[row.message_id] = message
+            if message.tool_status not in OPEN:
+                continue
+            message.tool_status = ToolStatus.CANCELLED
+            self._save(message, event)
+
     def _end_streams(self, event: Event) -> None:
         """A run that ends ends its streaming answers with the text they have
         (docs/rendering.md#streaming-text: the page then shows their final Markdown, as a fresh load
@@ -1139,9 +1242,7 @@ class Projector(OtelHandlers, AguiProjection):
         or it is the latest run (or there is none)."""
         if not run_id:
             return True
-        if self._latest_run is None:
-            self._latest_run = LATEST_RUN.one(pk=self.conversation.pk) or ""
-        return self._latest_run in ("", run_id)
+        return self._load_latest_run() in ("", run_id)
 
     def _set_status(self, status: str) -> None:
         if self.conversation.status != status:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -38,7 +39,8 @@ logger = logging.getLogger(__name__)
 #: push listens to it.
 events_ingested = Signal()
 #: Sent after an ingest transaction that wrote approval requests or decisions
-#: (APPROVAL_EVENT_TYPES) commits, with `conversation_id` and those Event `rows`:
+#: (APPROVAL_EVENT_TYPES, or an AG-UI interrupt for a tool call) commits, with
+#: `conversation_id`, those Event `rows` and the `deadlines` of the requests projected:
 #: chatui.live.approval_clock times the deadlines and wakes the long polls.
 approval_events_committed = Signal()
 
@@ -196,8 +198,12 @@ def _ingest_once(
                 search_index.index_title(locked)
             _announce_on_commit(locked, rows[0].seq, _announced(projector, outermost=outermost))
             approval_rows = [row for row in rows if row.type in APPROVAL_EVENT_TYPES]
-            if approval_rows:
-                _announce_approvals_on_commit(locked.pk, approval_rows)
+            # An AG-UI interrupt asks for approval too, in a RUN_FINISHED row: the
+            # projector's deadlines say so whatever the dialect.
+            if approval_rows or projector.approval_deadlines:
+                _announce_approvals_on_commit(
+                    locked.pk, approval_rows, projector.approval_deadlines
+                )
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
     # So a caller's later save() of its copy cannot write stale counts back.
@@ -271,10 +277,12 @@ def _announce_on_commit(conversation: Conversation, first_seq: int, changes: Cha
     transaction.on_commit(announce, robust=True)
 
 
-def _announce_approvals_on_commit(conversation_id: Any, rows: list[Event]) -> None:
+def _announce_approvals_on_commit(
+    conversation_id: Any, rows: list[Event], deadlines: list[datetime]
+) -> None:
     def announce() -> None:
         approval_events_committed.send_robust(
-            sender=Conversation, conversation_id=conversation_id, rows=rows
+            sender=Conversation, conversation_id=conversation_id, rows=rows, deadlines=deadlines
         )
 
     transaction.on_commit(announce, robust=True)

@@ -7,7 +7,8 @@ worker — keeps, on its event loop, one timer per conversation for that convers
 earliest pending deadline:
 
 - set when an approval request commits in this process (`_committed`, on ingest's
-  `approval_events_committed`);
+  `approval_events_committed`, with the deadlines the projection gave: a native request's
+  and an AG-UI interrupt's alike);
 - found in the database when the process starts, and every `RESCAN_SECONDS` after: the
   requests asked before it started, or in another process (a cluster's other web
   processes, a management command) whose own timer may be gone with it;
@@ -43,14 +44,13 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.dispatch import receiver
 
 from chatui.ingest.approvals import expire_due, pending_deadlines
-from chatui.ingest.events import DEFAULT_APPROVAL_TIMEOUT_S
 from chatui.ingest.service import approval_events_committed
 from chatui.ingest.writer_threads import on_writer
 from chatui.models import Event
@@ -59,7 +59,6 @@ from .broadcast import send_to_group
 
 logger = logging.getLogger(__name__)
 
-REQUESTED = "agent.tool.approval_requested"
 DECIDED = "tool.approval"
 #: How often a process looks in the database for deadlines it was not told of.
 RESCAN_SECONDS = 60.0
@@ -76,15 +75,20 @@ def decision_group(conversation_id: Any, tool_call_id: str) -> str:
 
 
 @receiver(approval_events_committed, dispatch_uid="chatui.live.approval_clock.committed")
-def _committed(sender: Any, conversation_id: Any, rows: list[Event], **kwargs: Any) -> None:
+def _committed(
+    sender: Any,
+    conversation_id: Any,
+    rows: list[Event],
+    deadlines: list[datetime] = (),  # type: ignore[assignment]
+    **kwargs: Any,
+) -> None:
     """After an ingest that wrote approval requests or decisions commits, in the
-    process (and on the thread) that wrote them."""
+    process (and on the thread) that wrote them. The deadlines are the projection's
+    (native requests and AG-UI interrupts alike), so the clock and the entry agree."""
+    if deadlines:
+        CLOCK.expect(conversation_id, min(deadlines))
     for row in rows:
-        if row.type == REQUESTED:
-            timeout_s = row.payload.get("timeout_s", DEFAULT_APPROVAL_TIMEOUT_S)
-            # As the projection reckons it: from when the server received the request.
-            CLOCK.expect(conversation_id, row.received_at + timedelta(seconds=timeout_s))
-        elif row.type == DECIDED:
+        if row.type == DECIDED:
             wake_waiters(conversation_id, row.tool_call_id)
 
 

@@ -20,7 +20,10 @@ from chatui.text import clip, collapse_newlines, humanise_tool_name
 PREVIEW_CHARS = 140
 #: Run statuses shown as a badge; a completed run is the quiet default (its status
 #: stays on the row as `data-run-status`).
-BADGED = (ConversationStatus.RUNNING, ConversationStatus.FAILED)
+BADGED = (ConversationStatus.RUNNING, ConversationStatus.FAILED, ConversationStatus.CANCELLED)
+#: What a row's badge says, where not the status's own label (W5: a run a person
+#: stopped is "Stopped", muted, not a failure).
+ROW_LABELS = {ConversationStatus.CANCELLED: "Stopped"}
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,8 @@ class ConversationRow:
     title: str
     preview: str
     counts: str
-    status: str | None  # the latest run's: "running", "completed", "failed"; None: no run
+    # the latest run's: "running", "completed", "failed", "cancelled"; None: no run
+    status: str | None
     status_label: str
     badged: bool
     updated_at: datetime
@@ -92,7 +96,7 @@ def present_row(conversation: Conversation, now: datetime | None = None) -> Conv
             getattr(conversation, "n_tools", 0), getattr(conversation, "n_failed", 0)
         ),
         status=status,
-        status_label=ConversationStatus(status).label if status else "",
+        status_label=ROW_LABELS.get(status) or ConversationStatus(status).label if status else "",
         badged=status in BADGED,
         updated_at=updated,
         updated_iso=updated.isoformat(),

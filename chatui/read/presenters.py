@@ -241,7 +241,8 @@ class ToolEntryView(TemplateView):
     tool_call_id: Key  # raw: only ever an (escaped) attribute value
     tool_name: ToolText
     title: ToolText  # G10
-    status: Key  # queued | running | awaiting_approval | success | error | denied | skipped
+    # queued | running | awaiting_approval | success | error | denied | skipped | cancelled
+    status: Key
     is_pending: bool  # G5
     is_error: bool  # G6
     call_line: ToolText  # G3
@@ -285,6 +286,11 @@ class ToolEntryView(TemplateView):
         return self.is_pending and self.status == ToolStatus.QUEUED
 
     @property
+    def is_cancelled(self) -> bool:
+        """W5: its run was stopped by a person before it ended: muted, never a failure."""
+        return self.status == ToolStatus.CANCELLED
+
+    @property
     def icon(self) -> str:
         """The head's mark (G5, G6, docs/rendering.md#approvals, [001] skipped, T2), by
         precedence."""
@@ -296,7 +302,7 @@ class ToolEntryView(TemplateView):
             return "✋"
         if self.is_pending:
             return "⏳"
-        if self.is_skipped or self.no_result:
+        if self.is_skipped or self.no_result or self.is_cancelled:
             return "–"
         return "✓"
 
@@ -379,6 +385,7 @@ class ToolBatchView(TemplateView):
     live: LiveLineView | None = None
     awaiting_text: Text | None = None  # "1 awaiting approval" (docs/rendering.md#approvals)
     denied_text: Text | None = None  # "1 denied", muted (docs/rendering.md#approvals)
+    cancelled_text: Text | None = None  # "1 cancelled", muted (W5: not a failure)
     # docs/rendering.md#long-transcripts/P3: a batch shows at most its latest BATCH_WINDOW top-level
     # entries; "show N earlier calls" fetches the ones before `earlier_before` (a position).
     earlier_count: int = 0
@@ -864,8 +871,8 @@ def _present_entry(
     call = neutralise(call_line(message.tool_name, meta.get("args"), meta.get("args_summary")))
     # The display text of docs/events.md#canonical-messages is `content`; nothing is shown until the
     # tool ends (G5).
-    if status in PENDING:
-        result = None
+    if status in PENDING or status == ToolStatus.CANCELLED:
+        result = None  # W5: a cancelled call has no output to show or copy
     elif long is not None and len(content) == SHOWN_HEAD_CHARS:
         result = _long_result(content, long)
     # else a long text whose secrets masked it shorter than its head: `content` is it all
@@ -1539,6 +1546,7 @@ def _batch_view(
         open=outcomes.failed > 0 or running > 0 or every.awaiting > 0,
         awaiting_text=_counted(every.awaiting, "awaiting approval"),
         denied_text=_counted(every.denied, "denied"),
+        cancelled_text=_counted(every.cancelled, "cancelled"),
         updated_seq=max(outcomes.updated_seq, every.updated_seq),
         earlier_count=earlier_count,
         earlier_before=shown_position if earlier_count else None,
@@ -1560,6 +1568,7 @@ class _Tally:
     queued: int = 0
     awaiting: int = 0
     denied: int = 0
+    cancelled: int = 0
     updated_seq: int = 0
     # in display order (docs/rendering.md#watching-a-run live line)
     first_running: ToolEntryView | None = None
@@ -1579,6 +1588,8 @@ class _Tally:
             self.awaiting += sign
         elif entry.status == ToolStatus.DENIED:
             self.denied += sign
+        elif entry.status == ToolStatus.CANCELLED:
+            self.cancelled += sign
 
     @classmethod
     def of(cls, entries: Iterable[ToolEntryView]) -> _Tally:

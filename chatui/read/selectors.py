@@ -26,7 +26,16 @@ from chatui.access import can_view, may_write
 from chatui.db.lru import BoundedLRU
 from chatui.db.prepared import InSizes, Prepared
 from chatui.ingest.visibility import is_assistant_shown, shows_reasoning
-from chatui.models import Conversation, Event, Message, Role, Run, StatusType, ToolStatus
+from chatui.models import (
+    Conversation,
+    ConversationStatus,
+    Event,
+    Message,
+    Role,
+    Run,
+    StatusType,
+    ToolStatus,
+)
 
 from .windows import BATCH_WINDOW, PENDING, BatchHead, MessageWindow
 
@@ -275,12 +284,13 @@ def _is_spinner_of(message: Message, run_id: str) -> bool:
 
 
 def run_ended_since(conversation: Conversation, after: int) -> bool:
-    """Did a run complete or fail after `after` (S3: the page then gets a full swap)?"""
+    """Did a run end (complete, fail or be stopped) after `after` (S3: the page then gets a
+    full swap)?"""
     return Event.objects.filter(
         conversation=conversation,
         seq__gt=after,
         type="agent.status",
-        payload__status__in=["completed", "failed"],
+        payload__status__in=list(ConversationStatus.ended()),
     ).exists()
 
 

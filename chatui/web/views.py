@@ -207,7 +207,7 @@ def _refuse(
 @login_required
 @require_POST
 def stop_run(request: HttpRequest, conversation_id) -> HttpResponse:
-    """The Stop button: the run ends as failed, "stopped by user" (docs/rendering.md#composer)."""
+    """The Stop button: the run ends `cancelled` (W5, docs/rendering.md#composer)."""
     conversation = selectors.conversation_for_writer(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")

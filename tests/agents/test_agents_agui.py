@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from chatui.agents import STOPPED_BY_USER, is_running, start_run, stop_run, wait_for_run
+from chatui.agents import is_running, start_run, stop_run, wait_for_run
 from chatui.agents.agui import AGUIAgent, resume_run_id
 from chatui.agents.agui_input import build_input
 from chatui.agents.runs import RunSpec
@@ -263,9 +263,9 @@ def test_w5_stop_closes_the_agents_stream(conversation, agents):
     run_id = asyncio.run(main())
     assert RECORDER.client_left.wait(5), "the agent never saw its client go"
     run = run_of(conversation, run_id)
-    assert run.status != "running" and run.error_message == STOPPED_BY_USER
+    assert (run.status, run.error_message) == ("cancelled", "")
     (tool,) = tools(conversation)
-    assert tool.tool_status != ToolStatus.RUNNING
+    assert tool.tool_status == ToolStatus.CANCELLED
 
 
 # -- real frameworks, end to end ---------------------------------------------------------

@@ -39,7 +39,7 @@ from chatui.agents.runs import RunSpec
 from chatui.agents.tools import Tool, Toolbox, params
 from chatui.agents.webhook import WebhookAgent
 from chatui.ingest.service import ingest
-from chatui.models import Event, Message, Run
+from chatui.models import Conversation, Event, Message, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -152,6 +152,10 @@ def test_a_sync_view_under_asgi_starts_its_run_on_the_servers_loop(conversation)
     assert Run.objects.get(run_id=run_id).status == "completed"
 
 
+def conversation_status(conversation) -> str:
+    return Conversation.objects.get(pk=conversation.pk).status
+
+
 def test_runs_started_from_sync_code_live_on_the_runners_own_loop(conversation):
     """A sync caller (sync view, test client, command) has no loop to lend."""
     busy = DemoAgent(delay=0.05)
@@ -166,7 +170,7 @@ def test_runs_started_from_sync_code_live_on_the_runners_own_loop(conversation):
         time.sleep(0.01)
     # what a sync view does: async_to_sync on a loop of its own
     assert async_to_sync(stop_run)(conversation.pk) == run_id
-    assert Run.objects.get(run_id=run_id).error_message == "stopped by user"
+    assert Run.objects.get(run_id=run_id).status == "cancelled"  # W5
     second = start_run(conversation, "bye", agent=Echo())
     assert asyncio.run(wait_for_run(conversation.pk, timeout=10))  # from another loop
     assert Run.objects.get(run_id=second).status == "completed"
@@ -220,7 +224,7 @@ def test_errors_and_crashes_become_failed_runs(conversation, caplog, error, mess
     assert "run_bad" in caplog.text
 
 
-def test_stop_run_mid_run_fails_it_and_nothing_follows(conversation):
+def test_w5_stop_mid_run_ends_it_cancelled_not_failed_and_nothing_follows(conversation):
     async def main():
         run_id = start_run(conversation, "run something slow", agent=DemoAgent(delay=0.05))
         for _ in range(200):
@@ -240,11 +244,20 @@ def test_stop_run_mid_run_fails_it_and_nothing_follows(conversation):
     run_id = asyncio.run(main())
     log = log_of(conversation)
     assert log[-1].type == "agent.status"
-    assert log[-1].payload == {"status": "failed", "error_message": "stopped by user"}
+    assert log[-1].payload == {"status": "cancelled"}
     run = Run.objects.get(run_id=run_id)
-    assert run.status == "failed" and run.error_message == "stopped by user"
+    assert (run.status, run.error_message) == ("cancelled", "")
+    assert conversation_status(conversation) == "cancelled"
     (slow,) = Message.objects.filter(conversation=conversation, role="tool")
-    assert slow.tool_status == "error" and slow.content == "stopped by user"  # no endless ⏳
+    # Not an error, and no endless ⏳: never ran to an end.
+    assert (slow.tool_status, slow.content) == ("cancelled", "")
+    # No red banner (S2), one muted line that stays.
+    assert not Message.objects.filter(conversation=conversation, status_type="error").exists()
+    assert list(
+        Message.objects.filter(conversation=conversation, role="status").values_list(
+            "status_type", "content"
+        )
+    ) == [("continuation", "Stopped by you")]
     assert not Message.objects.filter(conversation=conversation, content__startswith="Here is")
 
 
@@ -296,11 +309,11 @@ def test_a_stop_during_a_run_that_fails_on_purpose_ends_the_runs_after_it(conver
 
     asyncio.run(main())
     assert list(Run.objects.filter(conversation=conversation).values_list("run_id", "status")) == [
-        ("r1", "failed")
+        ("r1", "cancelled")  # W5: stopped, not failed
     ]
 
 
-def test_stop_during_a_long_tool_ends_the_run_at_once_as_stopped_by_user(conversation):
+def test_w5_stop_during_a_long_tool_ends_the_run_at_once_cancelled(conversation):
     """The tool's work runs off the loop, so Stop is served while it works, and the
     run stops awaiting it at once (the worker finishes on its own, unheard)."""
     agent = LongTool()
@@ -323,9 +336,9 @@ def test_stop_during_a_long_tool_ends_the_run_at_once_as_stopped_by_user(convers
 
     run_id = asyncio.run(main())
     run = Run.objects.get(run_id=run_id)
-    assert run.status == "failed" and run.error_message == "stopped by user"
+    assert (run.status, run.error_message) == ("cancelled", "")
     crunch = Message.objects.get(conversation=conversation, role="tool")
-    assert crunch.tool_status == "error" and crunch.content == "stopped by user"
+    assert (crunch.tool_status, crunch.content) == ("cancelled", "")
     assert not Message.objects.filter(conversation=conversation, content="All done.").exists()
 
 
@@ -407,7 +420,7 @@ def test_the_demo_folds_interjections_into_its_answer(conversation):
     assert "Noted while working: also say hello" in infos
 
 
-def test_stop_run_ends_a_run_no_task_of_this_process_holds(conversation):
+def test_w5_stop_ends_a_run_no_task_of_this_process_holds_cancelled(conversation):
     ingest(
         conversation,
         [
@@ -424,15 +437,15 @@ def test_stop_run_ends_a_run_no_task_of_this_process_holds(conversation):
     )  # fmt: skip
     assert asyncio.run(stop_run(conversation.pk)) == "run_elsewhere"
     run = Run.objects.get(run_id="run_elsewhere")
-    assert run.status == "failed" and run.error_message == "stopped by user"
+    assert (run.status, run.error_message) == ("cancelled", "")
     statuses = dict(
         Message.objects.filter(conversation=conversation, role="tool").values_list(
             "tool_call_id", "tool_status"
         )
     )
-    assert statuses == {"c1": "error", "c2": "error"}
+    assert statuses == {"c1": "cancelled", "c2": "cancelled"}
     assert asyncio.run(stop_run(conversation.pk)) is None
-    assert log_of(conversation)[-1].event_id == "run_elsewhere.stop.3"
+    assert log_of(conversation)[-1].event_id == "run_elsewhere.stop.1"
 
 
 def test_the_agent_is_chosen_by_the_setting(settings):

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from chatui.agents import STOPPED_BY_USER
 from tests.support.agui_agents import DEPLOYED, RECORDER, THREAD_ROUTES, serve_agents
 from tests.support.cluster import (
     RUN_WORKER_ENV,
@@ -100,7 +99,7 @@ def test_stop_on_the_web_process_closes_the_workers_stream(web, worker):
     with logged_in(web) as client:
         assert post_form(client, f"/c/{conversation}/stop").status_code == 302
     run = ended(web, conversation)  # as every Stop ends a run (W5)
-    assert run["error_message"] == STOPPED_BY_USER
+    assert (run["status"], run["error_message"]) == ("cancelled", "")
     assert RECORDER.client_left.wait(10), "the agent never saw its client go"
 
 

@@ -104,12 +104,12 @@ def test_stop_from_process_b_ends_a_run_a_worker_holds(web, worker):
     with logged_in(b) as client:
         assert post_form(client, f"/c/{conversation}/stop").status_code == 302
     run = ended(a, conversation)
-    assert (run["status"], run["error_message"]) == ("failed", "stopped by user")
+    assert (run["status"], run["error_message"]) == ("cancelled", "")  # W5
     with a.api() as client:
         events = client.get(f"/conversations/{conversation}/events").json()["events"]
     # Written by the run's own context in the worker ({run}.e<n>), not by B's fallback.
     assert events[-1]["event_id"].startswith(f"{run['run_id']}.e")
-    assert events[-1]["payload"]["error_message"] == "stopped by user"
+    assert events[-1]["payload"] == {"status": "cancelled"}
 
 
 def test_a_web_process_killed_mid_run_its_viewers_resume_and_the_run_goes_on(web, worker):

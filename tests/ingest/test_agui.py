@@ -5,10 +5,13 @@ hand-made events for the cases no capture holds."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
-from chatui.ingest.service import ingest
+from chatui.ingest import approvals
+from chatui.ingest.service import approval_events_committed, ingest
 from chatui.ingest.values import EventError
 from chatui.models import Event, Message
 from tests.support.agui import capture, comparable, run_status, tools, transcript
@@ -612,3 +615,83 @@ def test_t1_hostile_names_args_and_results_are_stored_as_sent(conversation):
     entry = tools(conversation)["<script>id</script>"]
     assert entry.tool_name == name
     assert entry.metadata["args"] == {"<b>k</b>": "<svg onload=alert(1)>"}
+
+
+def interrupted(call_id: str, **interrupt: object) -> list[dict]:
+    return [
+        RUN,
+        start(call_id, "delete_all"),
+        end(call_id),
+        {
+            **END,
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [
+                    {"id": f"i-{call_id}", "reason": "tool_call", "toolCallId": call_id} | interrupt
+                ],
+            },
+        },
+    ]
+
+
+def asked_at_and_deadline(conversation, call_id: str) -> tuple[datetime, datetime]:
+    approval = tools(conversation)[call_id].metadata["approval"]
+    return (
+        datetime.fromisoformat(approval["requested_at"]),
+        datetime.fromisoformat(approval["expires_at"]),
+    )
+
+
+def test_sec13_an_interrupts_expires_at_is_its_approval_deadline(conversation):
+    expires = timezone.now() + timedelta(minutes=5)
+    ingest(conversation, interrupted("c1", expiresAt=expires.isoformat()))
+    _, deadline = asked_at_and_deadline(conversation, "c1")
+    assert abs(deadline - expires) < timedelta(milliseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "after"),
+    [
+        (None, timedelta(seconds=600)),  # none given: the native default
+        ("soon", timedelta(seconds=600)),  # not a time: the native default
+        ("2026-13-40T25:00:00Z", timedelta(seconds=600)),  # shaped like one, out of range
+        ("2001-01-01T00:00:00Z", timedelta(0)),  # already past: due at once
+        ("2999-01-01T00:00:00Z", timedelta(days=7)),  # beyond a week: a week, as native
+    ],
+)
+def test_sec13_an_interrupts_deadline_is_bounded_as_a_native_requests(
+    conversation, expires_at, after
+):
+    interrupt = {} if expires_at is None else {"expiresAt": expires_at}
+    ingest(conversation, interrupted("c1", **interrupt))
+    asked, deadline = asked_at_and_deadline(conversation, "c1")
+    assert deadline - asked == after
+
+
+def test_sec13_an_interrupt_past_its_deadline_expires_like_a_native_request(conversation):
+    ingest(conversation, interrupted("c1", expiresAt="2001-01-01T00:00:00Z"))
+    assert approvals.expire_overdue(conversation) == 1
+    entry = tools(conversation)["c1"]
+    assert (entry.tool_status, entry.metadata["approval"]["decision"]) == ("denied", "expired")
+    assert approvals.decision_for(conversation, "c1").decided_by == "system"
+
+
+def test_sec13_the_approval_clock_is_told_an_interrupts_deadline_on_commit(
+    conversation, django_capture_on_commit_callbacks
+):
+    """The clock (chatui.live.approval_clock) learns of an AG-UI interrupt's deadline when
+    its ingest commits, as of a native request's, not at its next rescan."""
+    told: list[tuple[object, list[datetime]]] = []
+
+    def heard(sender, conversation_id, rows, deadlines=(), **kwargs):
+        told.append((conversation_id, list(deadlines)))
+
+    expires = timezone.now() + timedelta(seconds=30)
+    approval_events_committed.connect(heard, weak=False)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            ingest(conversation, interrupted("c1", expiresAt=expires.isoformat()))
+    finally:
+        approval_events_committed.disconnect(heard)
+    _, deadline = asked_at_and_deadline(conversation, "c1")
+    assert told == [(conversation.pk, [deadline])]

@@ -178,3 +178,59 @@ def test_p2_a_frame_reads_each_tool_batch_once(conversation, django_assert_max_n
             conversation, result.last_seq - 9, result.last_seq, result.changes
         ).html
     assert html.count("data-tool-batch") == 1 and 'data-count="10"' in html
+
+
+# -- P7: an AG-UI event costs no more than the native event that says the same -------------
+
+AGUI_RUN = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "ag1"},
+    {"type": "TOOL_CALL_START", "toolCallId": "t1", "toolCallName": "run_cmd"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hel"},
+]
+# Each AG-UI event (run-less, as AG-UI sends them) and the native one that does the same.
+AGUI_AND_NATIVE = {
+    "TOOL_CALL_ARGS": (
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "t1", "delta": '{"cmd": "ls'},
+        SINGLE_EVENT_BUDGET["agent.message.delta"],  # a streamed delta, as native text
+    ),
+    "TEXT_MESSAGE_CONTENT": (
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lo"},
+        SINGLE_EVENT_BUDGET["agent.message.delta"],
+    ),
+    "TOOL_CALL_RESULT": (
+        {"type": "TOOL_CALL_RESULT", "toolCallId": "t1", "messageId": "r1", "content": "ok"},
+        SINGLE_EVENT_BUDGET["agent.tool.completed"],
+    ),
+}
+
+
+@pytest.mark.parametrize("agui_type", sorted(AGUI_AND_NATIVE))
+def test_p7_a_runless_agui_event_costs_no_more_queries_than_its_native_twin(
+    conversation, agui_type, django_assert_max_num_queries, django_capture_on_commit_callbacks
+):
+    """AG-UI's content events name no run: the conversation's latest run is known to the
+    process as of its last seq (`latest_runs`), and an args delta is not re-indexed for
+    search (TOOL_CALL_END indexes the arguments once)."""
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest(conversation, AGUI_RUN)  # commits: the run and the latest run are known
+    event, (_native, budget) = AGUI_AND_NATIVE[agui_type]
+    with django_assert_max_num_queries(budget):
+        result = ingest(conversation, event)
+    assert result.accepted == 1
+
+
+def test_p7_the_latest_run_known_at_a_seq_is_not_used_after_another_write(
+    conversation, django_capture_on_commit_callbacks
+):
+    """Another writer (here: a second run started through another ingest the process did
+    not record) moves the conversation's seq: the latest run is read again."""
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest(conversation, AGUI_RUN)
+    # A second run, written inside a caller's transaction whose on-commit is not run:
+    # as if by another process.
+    ingest(conversation, {"type": "RUN_STARTED", "threadId": "t", "runId": "ag2"})
+    ingest(conversation, {"type": "TOOL_CALL_START", "toolCallId": "t2", "toolCallName": "ls"})
+    ingest(conversation, {"type": "TOOL_CALL_ARGS", "toolCallId": "t2", "delta": "{}"})
+    tool = conversation.messages.get(tool_call_id="t2")
+    assert tool.run_id == "ag2"

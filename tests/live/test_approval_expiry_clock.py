@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -93,6 +93,46 @@ def test_approval_asked_before_a_restart_expires_at_its_deadline(server):
 
     [expired] = recorded_decisions(server, conversation_id)
     assert (expired["decision"], expired["decided_by"]) == ("expired", "system")
+    assert 0 <= lateness(expired) < LATE_AT_MOST_SECONDS, expired
+
+
+def agui_interrupt(run_id: str, call_id: str, expires_at: datetime) -> list[dict]:
+    """An AG-UI run, pushed as a runtime tees it, that ends asking about one tool call."""
+    return [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": run_id},
+        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": "delete_file"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": '{"path": "old.txt"}'},
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": run_id,
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [
+                    {
+                        "id": f"i-{call_id}",
+                        "reason": "tool_call",
+                        "toolCallId": call_id,
+                        "expiresAt": expires_at.isoformat(),
+                    }
+                ],
+            },
+        },
+    ]
+
+
+def test_sec13_an_agui_interrupt_expires_at_its_deadline_with_no_reader(server):
+    """An AG-UI interrupt that became an approval request is timed by the same clock as
+    a native request: expired by "system" at its `expiresAt`, with nobody reading."""
+    conversation_id = server.new_conversation("an AG-UI interrupt nobody answers")
+    deadline = timezone.now() + timedelta(seconds=3)
+    server.post_events(conversation_id, agui_interrupt("r1", "a1", deadline))
+    time.sleep(max(0.0, (deadline - timezone.now()).total_seconds()) + LATE_AT_MOST_SECONDS + 0.5)
+
+    [expired] = recorded_decisions(server, conversation_id)
+    assert (expired["decision"], expired["decided_by"]) == ("expired", "system")
+    assert abs(datetime.fromisoformat(expired["deadline"]) - deadline) < timedelta(milliseconds=1)
     assert 0 <= lateness(expired) < LATE_AT_MOST_SECONDS, expired
 
 

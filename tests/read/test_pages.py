@@ -206,8 +206,10 @@ def test_message_refused_while_a_run_without_interjections_is_going(client, sett
     stop = client.post(f"/c/{conversation.pk}/stop", headers={"HX-Request": "true"})
     assert stop.status_code == 204
     finish_run(conversation)
-    assert conversation.status == "failed"
-    assert conversation.messages.filter(status_type="error", content="stopped by user").exists()
+    assert conversation.status == "cancelled"  # W5: not failed, no red banner
+    assert not conversation.messages.filter(status_type="error").exists()
+    stopped = conversation.messages.filter(status_type="continuation", content="Stopped by you")
+    assert stopped.exists()
     assert conversation.runs.count() == 1  # a Stop ends the whole showcase, closing run too
 
 
