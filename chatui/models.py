@@ -115,11 +115,15 @@ class Conversation(FastLoad):
     )
     # The highest seq appended so far; the row lock on it serialises writers.
     last_seq = models.PositiveBigIntegerField(default=0)
-    # What its list row counts (issue 12): its tool messages and those whose
-    # tool_status is "error". Kept by the projection in the ingest transaction, so a
-    # row never counts the conversation's messages (O(messages) per live row push).
+    # What its list row counts (issue 12): its tool calls by final outcome (W4,
+    # chatui.read.outcomes; a retried attempt is no call of its own). Kept by the
+    # projection in the ingest transaction, so a row never counts the conversation's
+    # messages (O(messages) per live row push).
     tool_count = models.PositiveIntegerField(default=0)
     failed_tool_count = models.PositiveIntegerField(default=0)
+    denied_tool_count = models.PositiveIntegerField(default=0)  # expired ones not
+    expired_tool_count = models.PositiveIntegerField(default=0)
+    cancelled_tool_count = models.PositiveIntegerField(default=0)
     # How many times its projection was rebuilt (`ingest.reproject`: new message rows
     # under the same seqs). What a process keeps of the projection between live frames
     # is stamped with it, so a rebuild in another process is seen (chatui.live.tail_cache).

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from chatui.models import Conversation, Message, Role, ToolStatus
+from chatui.models import Conversation, Message, Role
 from chatui.read.reveal import reveal_invisible
 from chatui.secrets import MASKED_ROLES, masked_fields
 
@@ -35,7 +35,9 @@ def masked_message(message: Message) -> Message:
     return masked
 
 
-ERROR_Q = Q(role=Role.TOOL, tool_status=ToolStatus.ERROR) | Q(role=Role.STATUS, status_type="error")
+#: A run that failed by itself (S2). Failed tool calls are counted by their final
+#: outcome (W4), from the conversation's `failed_tool_count`.
+ERROR_STATUS_Q = Q(role=Role.STATUS, status_type="error")
 
 
 def _uuid_or_none(value: str | None) -> uuid.UUID | None:

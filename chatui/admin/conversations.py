@@ -14,7 +14,7 @@ import zipfile
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -26,12 +26,13 @@ from chatui.ingest.service import reproject
 from chatui.models import Conversation
 from chatui.read import search
 from chatui.read.exporters import EXPORT_FORMATS, export_text
+from chatui.read.outcomes import row_counts
 from chatui.read.reveal import reveal_invisible
-from chatui.read.selectors import message_count
+from chatui.read.selectors import message_count, with_outcome_counts
 
 from .approvals import HasApprovalsFilter, approval_decisions
 from .audit import audit_context
-from .base import ERROR_Q, VIEW_SECRETS, AuditAdmin
+from .base import VIEW_SECRETS, AuditAdmin
 from .filters import HasErrorsFilter, ToolNameFilter
 from .imports import ImportViewMixin
 from .reveal import RevealViewMixin
@@ -47,6 +48,7 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "messages_count",
         "tool_calls_count",
         "errors_count",
+        "outcomes_shown",
         "updated_shown",
     )
     list_filter = (
@@ -70,6 +72,7 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "messages_count",
         "tool_calls_count",
         "errors_count",
+        "outcomes_shown",
         "replay_links",
         "approval_decisions",
     )
@@ -93,16 +96,10 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         # Correlated subqueries, not a join: one query for the whole page, each count
         # computed for the rows shown only (the paginator's COUNT drops them), and
         # filters or searches on messages cannot inflate them. Tool calls are the
-        # conversation's own column (kept by the projection, issue 12).
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("owner")
-            .annotate(
-                n_messages=message_count(Q()),
-                n_tool_calls=F("tool_count"),
-                n_errors=message_count(ERROR_Q),
-            )
+        # conversation's own column (kept by the projection, issue 12). W4: calls and
+        # failures by final outcome, as the page and the list count them.
+        return with_outcome_counts(super().get_queryset(request).select_related("owner")).annotate(
+            n_messages=message_count(Q())
         )
 
     def get_search_results(self, request, queryset, search_term):
@@ -138,15 +135,23 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
     def messages_count(self, obj):
         return obj.n_messages
 
-    @admin.display(description="tool calls", ordering="n_tool_calls")
+    @admin.display(description="tool calls", ordering="n_tools")
     def tool_calls_count(self, obj):
-        return obj.n_tool_calls
+        return obj.n_tools
 
-    @admin.display(description="errors", ordering="n_errors")
+    @admin.display(description="failed", ordering="n_failed")
     def errors_count(self, obj):
-        if obj.n_errors:
-            return format_html('<strong class="chatui-errors">{}</strong>', obj.n_errors)
+        """W4 (docs/rendering.md#w4): failed tool calls by final outcome: a failure a later
+        attempt recovered is not one; denied, expired and cancelled are their own."""
+        if obj.n_failed:
+            return format_html('<strong class="chatui-errors">{}</strong>', obj.n_failed)
         return 0
+
+    @admin.display(description="other outcomes")
+    def outcomes_shown(self, obj):
+        """W4: "1 denied · 1 expired · 1 cancelled", never folded into failed."""
+        parts = [part for part in row_counts(obj).parts() if not part.endswith(" failed")]
+        return " · ".join(parts) or "—"
 
     @admin.display(description="replay")
     def replay_links(self, obj):

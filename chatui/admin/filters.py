@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from chatui.models import Message, Role
 from chatui.read.reveal import reveal_invisible
 from chatui.text import clip
 
-from .base import ERROR_Q
+from .base import ERROR_STATUS_Q
 
 
 class ExistsFilter(admin.SimpleListFilter):
@@ -33,14 +33,24 @@ class ExistsFilter(admin.SimpleListFilter):
 
 
 class HasErrorsFilter(ExistsFilter):
-    """A failed tool call or an error status line (a failed run)."""
+    """A failed tool call by its final outcome (W4, docs/rendering.md#w4: the
+    conversation's count, so a failure a later attempt recovered is not one), or an
+    error status line (a run that failed by itself)."""
 
     title = "errors"
     parameter_name = "has_errors"
     labels = ("With errors", "Without errors")
 
     def exists(self) -> Exists:
-        return Exists(Message.objects.filter(ERROR_Q, conversation=OuterRef("pk")))
+        return Exists(Message.objects.filter(ERROR_STATUS_Q, conversation=OuterRef("pk")))
+
+    def queryset(self, request, queryset):
+        failing = Q(failed_tool_count__gt=0) | self.exists()
+        if self.value() == "yes":
+            return queryset.filter(failing)
+        if self.value() == "no":
+            return queryset.exclude(failing)
+        return queryset
 
 
 class ToolNameFilter(admin.SimpleListFilter):

@@ -24,6 +24,7 @@ from django.utils import timezone
 from chatui.ingest.values import MAX_TOKENS
 from chatui.ingest.visibility import is_assistant_shown
 from chatui.models import Conversation, Message, Role, Run, ToolStatus
+from chatui.read.outcomes import RETRIED_Q
 from chatui.read.presenters import MALFORMED, duration_text, run_total
 from chatui.read.reveal import reveal_invisible
 from chatui.secrets import mask_text
@@ -76,9 +77,17 @@ def _tool_counts(conversation: Conversation) -> dict[str, tuple[int, int]]:
         Message.objects.filter(conversation=conversation, role=Role.TOOL)
         .order_by()
         .values("run_id")
-        .annotate(n=Count("pk"), failed=Count("pk", filter=Q(tool_status=ToolStatus.ERROR)))
+        .annotate(
+            n=Count("pk"),
+            failed=Count("pk", filter=Q(tool_status=ToolStatus.ERROR)),
+            # W4 (docs/rendering.md#w4): a retried attempt is part of its call, never a
+            # failure (only failed attempts are retried).
+            retried=Count("pk", filter=RETRIED_Q),
+        )
     )
-    return {row["run_id"]: (row["n"], row["failed"]) for row in rows}
+    return {
+        row["run_id"]: (row["n"] - row["retried"], row["failed"] - row["retried"]) for row in rows
+    }
 
 
 def _tokens(conversation: Conversation) -> dict[str, str]:

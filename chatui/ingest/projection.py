@@ -117,9 +117,45 @@ UNSEARCHED_EVENTS = ("agent.message.delta", "agent.tool.progress", "agui.TOOL_CA
 # page shows it yet (`_shows_streaming`), not the whole text (docs/PERFORMANCE.md#p5).
 STREAM_HEAD_CHARS = 64
 
+#: G14, W4: set on a failed attempt that a later attempt of the same call retried
+#: (chatui.read.outcomes reads it): not a call or a failure of its own.
+RETRIED_KEY = "retried"
+#: How many of a run's latest failures of the same tool an attempt looks through for the
+#: attempt it retries.
+RETRY_LOOKBACK = 20
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 #: The conversation's list-row counts (issue 12), kept by `Projector._count_tools` and
 #: written by the caller's save of the conversation row.
-ROW_COUNT_FIELDS = ["tool_count", "failed_tool_count"]
+ROW_COUNT_FIELDS = [
+    "tool_count",
+    "failed_tool_count",
+    "denied_tool_count",
+    "expired_tool_count",
+    "cancelled_tool_count",
+]
+#: W4: the outcomes counted in a column of their own beside failures, by the column.
+APART_COUNTS = ("denied_tool_count", "expired_tool_count", "cancelled_tool_count")
+
+
+def _apart(status: str | None, metadata: dict[str, Any]) -> str | None:
+    """The column a tool in `status` counts in beside `tool_count` and failures (W4, as
+    chatui.read.outcomes.outcome_of decides): an expired request is stored `denied`
+    with `approval.decision` "expired". Denied and cancelled are final statuses, so
+    the current metadata tells a stored `denied` row's column too."""
+    if status == ToolStatus.DENIED:
+        approval = metadata.get("approval")
+        if isinstance(approval, dict) and approval.get("decision") == "expired":
+            return "expired_tool_count"
+        return "denied_tool_count"
+    if status == ToolStatus.CANCELLED:
+        return "cancelled_tool_count"
+    return None
+
 
 # Message columns a projection may change after creating the row.
 MUTABLE_FIELDS = [
@@ -426,7 +462,8 @@ class Projector(OtelHandlers, AguiProjection):
         self.conversation = conversation
         self.changes = ChangeSet(rebuilds=conversation.rebuilds)
         if empty:  # no messages yet (reproject): nothing to count either
-            conversation.tool_count = conversation.failed_tool_count = 0
+            for name in ROW_COUNT_FIELDS:
+                setattr(conversation, name, 0)
         # None means "known not to exist". With `empty` (reproject) every miss is final.
         self._messages: dict[str, Message | None] = {}
         self._tools: dict[str, Message | None] = {}
@@ -737,6 +774,42 @@ class Projector(OtelHandlers, AguiProjection):
         self._save(message, event)
         if not known:
             self._apply_early_progress(message, event)
+        if "attempt" in payload:
+            self._mark_retried(message, event)
+
+    def _mark_retried(self, message: Message, event: Event) -> None:
+        """G14, W4 (docs/rendering.md#w4): attempt n+1 of a call (same run, tool, parent
+        and args) retries its failed attempt n, which becomes part of this call: no call
+        or failure of its own on any surface (chatui.read.outcomes). Rare (a numbered
+        attempt above 1), so a plain query."""
+        meta = message.metadata
+        attempt = _whole(meta.get("attempt"))
+        if attempt is None or attempt < 2:
+            return
+        self.flush()
+        rows = Message.objects.filter(
+            conversation_id=self.conversation.pk,
+            role=Role.TOOL,
+            run_id=message.run_id,
+            tool_name=message.tool_name,
+            parent_tool_call_id=message.parent_tool_call_id,
+            tool_status=ToolStatus.ERROR,
+            position__lt=message.position,
+        ).order_by("-position")[:RETRY_LOOKBACK]
+        for row in rows:
+            earlier = self._messages.get(row.message_id) or row
+            before = earlier.metadata
+            if (
+                before.get(RETRIED_KEY) is not True
+                and _whole(before.get("attempt")) == attempt - 1
+                and before.get("args") == meta.get("args")
+                and before.get("args_summary") == meta.get("args_summary")
+            ):
+                before[RETRIED_KEY] = True
+                self._messages[row.message_id] = earlier
+                self._save(earlier, event)
+                self._count_tools(-1, -1)  # it was counted as a call and a failure
+                return
 
     def _on_agent_tool_progress(self, event: Event, payload: dict[str, Any]) -> None:
         message = self._tool(payload["tool_call_id"])
@@ -1382,7 +1455,9 @@ class Projector(OtelHandlers, AguiProjection):
 
     def _count_written(self, messages: Iterable[Message]) -> None:
         """The row counts follow what was just written: a new tool counts, and a tool
-        counts as failed while its stored status is "error" (a row's role never changes)."""
+        counts as failed while its stored status is "error" (a row's role never changes);
+        denied, expired and cancelled ones each in their own column (W4)."""
+        conversation = self.conversation
         for message in messages:
             if message.role != Role.TOOL:
                 continue
@@ -1391,6 +1466,14 @@ class Projector(OtelHandlers, AguiProjection):
                 int(before is None),
                 (message.tool_status == ToolStatus.ERROR) - (before == ToolStatus.ERROR),
             )
+            was, now = (
+                _apart(before, message.metadata),
+                _apart(message.tool_status, message.metadata),
+            )
+            if was != now:
+                for name, change in ((was, -1), (now, 1)):
+                    if name is not None:
+                        setattr(conversation, name, max(0, getattr(conversation, name) + change))
             message.stored_tool_status = message.tool_status
 
     def _count_tools(self, tools: int, failed: int) -> None:

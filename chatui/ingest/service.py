@@ -207,8 +207,8 @@ def _ingest_once(
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
     # So a caller's later save() of its copy cannot write stale counts back.
-    conversation.tool_count = locked.tool_count
-    conversation.failed_tool_count = locked.failed_tool_count
+    for name in ROW_COUNT_FIELDS:
+        setattr(conversation, name, getattr(locked, name))
     return IngestResult(
         accepted=len(rows),
         duplicates=duplicates,
@@ -307,6 +307,6 @@ def reproject(conversation: Conversation) -> ChangeSet:
         search_index.index_title(locked)  # messages were indexed by the projector's flushes
         _announce_on_commit(locked, 1, projector.changes)
     conversation.status, conversation.rebuilds = locked.status, locked.rebuilds
-    conversation.tool_count = locked.tool_count
-    conversation.failed_tool_count = locked.failed_tool_count
+    for name in ROW_COUNT_FIELDS:
+        setattr(conversation, name, getattr(locked, name))
     return projector.changes

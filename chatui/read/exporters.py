@@ -53,6 +53,7 @@ from chatui.ingest.values import MAX_DURATION_MS, MAX_TOKENS, contract_number
 from chatui.models import Conversation, Event, Message, Role, Run, ToolStatus
 from chatui.secrets import MASKED_ROLES, mask_text, mask_value, masked_fields
 
+from .outcomes import outcome_of
 from .selectors import messages_of
 from .serializers import conversation_to_dict, event_to_input, message_to_dict
 
@@ -398,6 +399,9 @@ def _tool_span(
                 ),
                 ("chatui.run_id", run_id),
                 ("chatui.tool.status", tool.tool_status),
+                # W4 (docs/rendering.md#w4): what the call counts as everywhere ("retried": an
+                # attempt a later one retried, part of its call, not a failure of it)
+                ("chatui.tool.outcome", str(outcome_of(tool.tool_status, tool.metadata))),
                 ("chatui.tool.args_summary", meta.get("args_summary")),
                 ("chatui.tool.duration_ms", duration),
                 ("chatui.tool.parent_call_id", parent),

@@ -17,6 +17,8 @@ from chatui.models import Conversation, ConversationStatus, Role
 from chatui.secrets import mask_text
 from chatui.text import clip, collapse_newlines, humanise_tool_name
 
+from .outcomes import row_counts
+
 PREVIEW_CHARS = 140
 #: Run statuses shown as a badge; a completed run is the quiet default (its status
 #: stays on the row as `data-run-status`).
@@ -52,12 +54,11 @@ def preview_text(role: str | None, tool_name: str | None, text: str | None) -> s
     return line
 
 
-def counts_text(tools: int, failed: int) -> str:
-    """ "12 tools · 3 failed"; "" for a conversation without tool calls."""
-    if not tools:
-        return ""
-    text = f"{tools} tool" + ("" if tools == 1 else "s")
-    return text + (f" · {failed} failed" if failed else "")
+def counts_text(conversation: Conversation) -> str:
+    """W4 (docs/rendering.md#w4): "12 tools · 1 failed · 1 denied · 1 expired · 1 cancelled"
+    from the counts `selectors.with_outcome_counts` annotated, as every surface counts
+    them; "" for a conversation without tool calls."""
+    return row_counts(conversation).text()
 
 
 def short_time(moment: datetime, now: datetime) -> str:
@@ -86,15 +87,13 @@ def present_row(conversation: Conversation, now: datetime | None = None) -> Conv
         pk=str(conversation.pk),
         url=conversation.get_absolute_url(),
         title=conversation.title or "Untitled conversation",
-        # Compact rows (selectors.with_run_status) come without preview and counts.
+        # Compact rows (selectors.with_run_status) come without a preview.
         preview=preview_text(
             getattr(conversation, "last_role", None),
             getattr(conversation, "last_tool", None),
             getattr(conversation, "last_text", None),
         ),
-        counts=counts_text(
-            getattr(conversation, "n_tools", 0), getattr(conversation, "n_failed", 0)
-        ),
+        counts=counts_text(conversation),
         status=status,
         status_label=ROW_LABELS.get(status) or ConversationStatus(status).label if status else "",
         badged=status in BADGED,

@@ -75,6 +75,7 @@ from chatui.text import (
 
 from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .markdown import render_markdown
+from .outcomes import Outcome, outcome_of
 from .windows import BATCH_WINDOW, PENDING, BatchHead
 
 # -- limits (docs/rendering.md#g3, #g4, #g12) ------------------------------------------------
@@ -276,6 +277,8 @@ class ToolEntryView(TemplateView):
     texts_url: Key | None = None  # set when anything is left out
     details_size: Text | None = None  # Details left out: its full size ("1.8 MB")
     args_deferred: bool = False  # Copy args fetches the args
+    # W4: what this entry counts as on every surface (chatui.read.outcomes)
+    outcome: Key = Outcome.PENDING
 
     @property
     def is_running(self) -> bool:
@@ -386,6 +389,7 @@ class ToolBatchView(TemplateView):
     awaiting_text: Text | None = None  # "1 awaiting approval" (docs/rendering.md#approvals)
     denied_text: Text | None = None  # "1 denied", muted (docs/rendering.md#approvals)
     cancelled_text: Text | None = None  # "1 cancelled", muted (W5: not a failure)
+    expired_text: Text | None = None  # "1 expired", muted (W4: not folded into denied)
     # docs/rendering.md#long-transcripts/P3: a batch shows at most its latest BATCH_WINDOW top-level
     # entries; "show N earlier calls" fetches the ones before `earlier_before` (a position).
     earlier_count: int = 0
@@ -922,6 +926,7 @@ def _present_entry(
         args_text=args_text,
         failure=failure,
         approval=present_approval(message, meta),
+        outcome=outcome_of(message.tool_status, message.metadata),
         **left_out,
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
@@ -1546,6 +1551,7 @@ def _batch_view(
         open=outcomes.failed > 0 or running > 0 or every.awaiting > 0,
         awaiting_text=_counted(every.awaiting, "awaiting approval"),
         denied_text=_counted(every.denied, "denied"),
+        expired_text=_counted(every.expired, "expired"),
         cancelled_text=_counted(every.cancelled, "cancelled"),
         updated_seq=max(outcomes.updated_seq, every.updated_seq),
         earlier_count=earlier_count,
@@ -1568,6 +1574,7 @@ class _Tally:
     queued: int = 0
     awaiting: int = 0
     denied: int = 0
+    expired: int = 0
     cancelled: int = 0
     updated_seq: int = 0
     # in display order (docs/rendering.md#watching-a-run live line)
@@ -1575,8 +1582,10 @@ class _Tally:
 
     def count(self, entry: ToolEntryView, sign: int = 1) -> None:
         """Add (or take away) one entry; `first_running` and `updated_seq` are left to
-        the caller (a maximum is not taken away)."""
-        self.failed += sign * entry.is_error
+        the caller (a maximum is not taken away). Failures, denials, expiries and
+        cancellations are counted by the entry's final outcome (W4)."""
+        outcome = entry.outcome
+        self.failed += sign * (outcome == Outcome.FAILED)
         self.skipped += sign * entry.is_skipped
         if entry.is_pending:
             self.pending += sign
@@ -1586,9 +1595,11 @@ class _Tally:
                 self.queued += sign
         if entry.status == ToolStatus.AWAITING_APPROVAL:
             self.awaiting += sign
-        elif entry.status == ToolStatus.DENIED:
+        elif outcome == Outcome.DENIED:
             self.denied += sign
-        elif entry.status == ToolStatus.CANCELLED:
+        elif outcome == Outcome.EXPIRED:
+            self.expired += sign
+        elif outcome == Outcome.CANCELLED:
             self.cancelled += sign
 
     @classmethod
@@ -1632,7 +1643,7 @@ class _Outcomes:
         failed = skipped = running = updated_seq = 0
         for tool in tools:
             status = tool.tool_status
-            failed += status == ToolStatus.ERROR
+            failed += outcome_of(status, tool.metadata) == Outcome.FAILED  # W4
             skipped += status == ToolStatus.SKIPPED
             if status in PENDING or not status:
                 running += (tool.metadata or {}).get("no_result_recorded") is not True

@@ -37,6 +37,7 @@ from chatui.models import (
     ToolStatus,
 )
 
+from .outcomes import RETRIED_Q
 from .windows import BATCH_WINDOW, PENDING, BatchHead, MessageWindow
 
 
@@ -425,6 +426,7 @@ def _batch_head(tools_before: QuerySet[Message]) -> BatchHead | None:
     counts = tools.aggregate(
         roots=Count("pk", filter=Q(parent_tool_call_id="")),
         failed=Count("pk", filter=Q(tool_status=ToolStatus.ERROR)),
+        retried=Count("pk", filter=Q(tool_status=ToolStatus.ERROR) & RETRIED_Q),  # W4
         skipped=Count("pk", filter=Q(tool_status=ToolStatus.SKIPPED)),
         pending=Count("pk", filter=pending),
         ended=Count("pk", filter=pending & Q(metadata__no_result_recorded=True)),
@@ -434,7 +436,7 @@ def _batch_head(tools_before: QuerySet[Message]) -> BatchHead | None:
         start_pk=start["pk"],
         start_position=start["position"],
         roots=counts["roots"],
-        failed=counts["failed"],
+        failed=counts["failed"] - counts["retried"],
         skipped=counts["skipped"],
         running=counts["pending"] - counts["ended"],
         updated_seq=counts["updated_seq"] or 0,
@@ -604,9 +606,7 @@ def with_row_data(conversations: QuerySet[Conversation]) -> QuerySet[Conversatio
     message (role, tool, its text's start) and the latest run's status."""
     last = Message.objects.filter(_PREVIEWED, conversation=OuterRef("pk")).order_by("-position")
     latest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-started_seq")
-    return conversations.annotate(
-        n_tools=F("tool_count"),
-        n_failed=F("failed_tool_count"),
+    return with_outcome_counts(conversations).annotate(
         last_role=Subquery(last.values("role")[:1]),
         last_tool=Subquery(last.values("tool_name")[:1]),
         last_text=Subquery(
@@ -616,10 +616,27 @@ def with_row_data(conversations: QuerySet[Conversation]) -> QuerySet[Conversatio
     )
 
 
+def with_outcome_counts(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    """W4 (docs/rendering.md#w4): a conversation's tool calls by final outcome, as
+    `outcomes.row_counts` reads them: its own columns, kept by the projection (no count
+    over its messages)."""
+    return conversations.annotate(
+        n_tools=F("tool_count"),
+        n_failed=F("failed_tool_count"),
+        n_denied=F("denied_tool_count"),
+        n_expired=F("expired_tool_count"),
+        n_cancelled=F("cancelled_tool_count"),
+    )
+
+
 def with_run_status(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
-    """The latest run's status only: what a compact (rail) row shows."""
+    """The latest run's status and the outcome counts (W4): what a compact (rail) row
+    shows. No preview: reading the last message of 30 conversations would make each
+    conversation page pay for the reader's history."""
     latest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-started_seq")
-    return conversations.annotate(run_status=Subquery(latest_run.values("status")[:1]))
+    return with_outcome_counts(conversations).annotate(
+        run_status=Subquery(latest_run.values("status")[:1])
+    )
 
 
 def conversation_rows(

@@ -24,8 +24,9 @@ from chatui.ingest.projection import ROW_COUNT_FIELDS, Projector
 from chatui.ingest.service import ingest, reproject
 from chatui.ingest.values import EventError
 from chatui.live.broadcast import send_row
-from chatui.models import Conversation, Message, Role, ToolStatus
+from chatui.models import Conversation, Message, ToolStatus
 from chatui.read import listing, selectors
+from chatui.read.outcomes import OutcomeCounts
 from tests.support.fuzz_events import event as fuzz_event
 from tests.support.sockets import fresh_channel_layer  # noqa: F401
 
@@ -38,9 +39,18 @@ def stored_counts(conversation: Conversation) -> tuple[int, int]:
 
 
 def counted(conversation: Conversation) -> tuple[int, int]:
-    """The counts as the list used to get them: a COUNT over the messages."""
-    tools = Message.objects.filter(conversation=conversation, role=Role.TOOL)
-    return tools.count(), tools.filter(tool_status=ToolStatus.ERROR).count()
+    """The counts of a fresh walk over the messages, by final outcome (W4)."""
+    counts = OutcomeCounts.of_messages(Message.objects.filter(conversation=conversation))
+    return counts.tools, counts.failed
+
+
+def every_count(conversation: Conversation) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the five stored columns, the same five from a fresh walk by final outcome)."""
+    conversation.refresh_from_db(fields=ROW_COUNT_FIELDS)
+    stored = tuple(getattr(conversation, name) for name in ROW_COUNT_FIELDS)
+    fresh = OutcomeCounts.of_messages(Message.objects.filter(conversation=conversation))
+    walked = (fresh.tools, fresh.failed, fresh.denied, fresh.expired, fresh.cancelled)
+    return stored, walked
 
 
 def started(call_id: str, name: str = "ls", **extra: Any) -> dict:
@@ -81,11 +91,10 @@ def test_a_tool_created_and_failed_in_one_call_counts_as_failed(conversation, fe
     assert stored_counts(conversation) == (1, 1) == counted(conversation)
 
 
-def test_a_retry_that_succeeds_after_an_error_counts_both_attempts_and_one_failure(
-    conversation, feed
-):
-    """G14: each attempt is its own tool message (the page chains them); the row, as
-    before, counts messages: two tools, one of them failed."""
+def test_w4_a_retry_that_succeeds_after_an_error_is_one_call_and_no_failure(conversation, feed):
+    """G14, W4 (docs/rendering.md#w4): each attempt is its own tool message, but the
+    row counts calls by final outcome, as the page does: attempt 2 retried attempt 1,
+    so the call is one, and it succeeded."""
     feed(
         started("c1", "fetch", attempt=1, max_attempts=3, run_id=RUN),
         completed("c1", error="timeout", run_id=RUN),
@@ -95,7 +104,9 @@ def test_a_retry_that_succeeds_after_an_error_counts_both_attempts_and_one_failu
         started("c2", "fetch", attempt=2, max_attempts=3, run_id=RUN),
         completed("c2", result="200 OK", run_id=RUN),
     )
-    assert stored_counts(conversation) == (2, 1) == counted(conversation)
+    assert stored_counts(conversation) == (1, 0)
+    retried = Message.objects.get(conversation=conversation, tool_call_id="c1")
+    assert (retried.tool_status, retried.metadata["retried"]) == (ToolStatus.ERROR, True)
 
 
 def test_denied_and_skipped_tools_count_but_not_as_failed(conversation, feed):
@@ -259,6 +270,32 @@ def test_the_migration_fills_the_counts_of_existing_conversations_and_reverses()
             MigrationExecutor(connection).migrate(latest())
 
 
+@pytest.mark.django_db(transaction=True)
+def test_w4_the_migration_fills_denied_expired_and_cancelled_counts():
+    before, after = [("chatui", "0015_w5_cancelled_status")], [("chatui", "0016_w4_outcome_counts")]
+    owner = get_user_model().objects.create_user("old-timer")
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        old = old_conversation(apps, owner.pk, ["denied", "denied", "cancelled", "error"])
+        Message = apps.get_model("chatui", "Message")
+        expired = Message.objects.filter(conversation_id=old.pk, tool_status="denied").first()
+        expired.metadata = {"approval": {"decision": "expired"}}
+        expired.save()
+        MigrationExecutor(connection).migrate(after)
+    finally:
+        MigrationExecutor(connection).migrate(latest())
+    counted_row = Conversation.objects.get(pk=old.pk)
+    assert (
+        counted_row.denied_tool_count,
+        counted_row.expired_tool_count,
+        counted_row.cancelled_tool_count,
+    ) == (1, 1, 1)
+    if connection.vendor == "sqlite":
+        assert sqlite_trigger_exists("chatui_title_search_forget")
+
+
 # -- property: whatever the events, the stored counts are a fresh COUNT -----------------
 
 CALL_IDS = st.sampled_from(["c1", "c2", "c3"])
@@ -286,6 +323,13 @@ tool_event = st.one_of(
         st.lists(st.builds(_call, st.none() | CALL_IDS, TOOL_NAMES), max_size=3),
     ),
     st.builds(started, CALL_IDS, TOOL_NAMES),
+    # G14, W4: numbered attempts, so a failed one may be retried
+    st.builds(
+        lambda call_id, name, attempt: started(call_id, name, attempt=attempt),
+        CALL_IDS,
+        TOOL_NAMES,
+        st.integers(min_value=1, max_value=3),
+    ),
     st.builds(
         lambda call_id: {"type": "agent.tool.progress", "tool_call_id": call_id, "output": "."},
         CALL_IDS,
@@ -316,7 +360,7 @@ tool_event = st.one_of(
     ),
     st.builds(
         lambda status: {"type": "agent.status", "status": status},
-        st.sampled_from(["running", "thinking", "completed", "failed"]),
+        st.sampled_from(["running", "thinking", "completed", "failed", "cancelled"]),
     ),
 )
 with_run = st.builds(
@@ -342,6 +386,8 @@ def test_after_any_mix_of_events_the_stored_counts_equal_a_fresh_count(user, bat
             ingest(conversation, batch)
         except EventError:
             continue  # refused whole: nothing changed
-        assert stored_counts(conversation) == counted(conversation), batch
+        stored, walked = every_count(conversation)
+        assert stored == walked, batch
     reproject(conversation)
-    assert stored_counts(conversation) == counted(conversation)
+    stored, walked = every_count(conversation)
+    assert stored == walked

@@ -220,6 +220,7 @@ def test_export_otlp_tool_span_is_child_of_its_run_from_started_to_completed(rec
             },
             {"key": "chatui.run_id", "value": {"stringValue": "run_1"}},
             {"key": "chatui.tool.status", "value": {"stringValue": "success"}},
+            {"key": "chatui.tool.outcome", "value": {"stringValue": "succeeded"}},
         ],
         "status": {"code": 1},
     }

@@ -21,6 +21,7 @@ from chatui.agents import start_showcase, wait_for_run
 from chatui.ingest.service import ingest
 from chatui.models import Conversation, Run
 from chatui.read import listing, selectors
+from chatui.read.outcomes import OutcomeCounts
 from config.asgi import application
 from tests.support.sockets import HOST, ORIGIN, fresh_channel_layer  # noqa: F401
 
@@ -51,9 +52,9 @@ def test_row_counts_tools_and_failed_ones(conversation):
 
 
 def test_row_counts_wording():
-    assert listing.counts_text(0, 0) == ""
-    assert listing.counts_text(1, 0) == "1 tool"
-    assert listing.counts_text(2, 1) == "2 tools · 1 failed"
+    assert OutcomeCounts().text() == ""
+    assert OutcomeCounts(tools=1).text() == "1 tool"
+    assert OutcomeCounts(tools=2, failed=1).text() == "2 tools · 1 failed"
 
 
 def test_rows_cost_one_query_whatever_their_number(user):

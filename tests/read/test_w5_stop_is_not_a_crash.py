@@ -101,7 +101,7 @@ def test_w5_a_cancelled_run_is_not_a_failure_in_the_counts(conversation):
     counted = Conversation.objects.get(pk=conversation.pk)
     assert (counted.tool_count, counted.failed_tool_count) == (3, 0)
     row = listing.present_row(selectors.conversation_row(conversation.pk))
-    assert row.counts == "3 tools"
+    assert row.counts == "3 tools · 2 cancelled"  # W4: their own count
 
 
 def test_w5_the_canonical_messages_say_cancelled(conversation):
