@@ -125,6 +125,22 @@ RETRIED_KEY = "retried"
 RETRY_LOOKBACK = 20
 
 
+#: W6 (docs/rendering.md#w6): the stop reasons of a run that simply finished; a
+#: continuation that stops for one of them adds no line (other reasons, `max_turns`,
+#: `steps_limit`, …, still show).
+NORMAL_STOP_REASONS = frozenset(
+    {"end_turn", "stop", "stop_sequence", "completed", "complete", "done", "finished", "success"}
+)
+
+
+def is_normal_end(should_continue: Any, stop_reason: Any) -> bool:
+    return (
+        should_continue is False
+        and isinstance(stop_reason, str)
+        and stop_reason.strip().lower() in NORMAL_STOP_REASONS
+    )
+
+
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -940,6 +956,8 @@ class Projector(OtelHandlers, AguiProjection):
         return status in ConversationStatus.ended()
 
     def _on_agent_continuation(self, event: Event, payload: dict[str, Any]) -> None:
+        if is_normal_end(payload["should_continue"], payload["stop_reason"]):
+            return  # W6: every finished run ends so; the event stays in the log
         verb = "continuing" if payload["should_continue"] else "stopped"
         self._create(
             event,
@@ -1021,6 +1039,8 @@ class Projector(OtelHandlers, AguiProjection):
         if not isinstance(final_text, str) or not final_text.strip():
             return
         stopped = AGENTSPINE_STOPPED.fullmatch(final_text.strip())
+        if stopped and is_normal_end(False, stopped.group("reason")):
+            return  # W6: no line for a run's normal end
         if stopped:
             self._agentspine_stop(event, stopped.group("reason"))
             return

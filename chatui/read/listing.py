@@ -13,13 +13,13 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from chatui.models import Conversation, ConversationStatus, Role
-from chatui.secrets import mask_text
-from chatui.text import clip, collapse_newlines, humanise_tool_name
+from chatui.models import Conversation, ConversationStatus
 
 from .outcomes import row_counts
+from .previews import PREVIEW_CHARS, preview_of
 
-PREVIEW_CHARS = 140
+__all__ = ["PREVIEW_CHARS", "ConversationRow", "present_row", "present_rows"]
+
 #: Run statuses shown as a badge; a completed run is the quiet default (its status
 #: stays on the row as `data-run-status`).
 BADGED = (ConversationStatus.RUNNING, ConversationStatus.FAILED, ConversationStatus.CANCELLED)
@@ -43,15 +43,6 @@ class ConversationRow:
     updated_iso: str
     updated_exact: str
     updated_short: str
-
-
-def preview_text(role: str | None, tool_name: str | None, text: str | None) -> str:
-    """One line: the last message's text, secrets masked (T3) before it is clipped,
-    so a secret is never cut in two and half-shown. A tool result names its tool."""
-    line = clip(collapse_newlines(mask_text(text or "")).strip(), PREVIEW_CHARS)
-    if role == Role.TOOL and tool_name:
-        return clip(f"{humanise_tool_name(tool_name)}: {line}", PREVIEW_CHARS)
-    return line
 
 
 def counts_text(conversation: Conversation) -> str:
@@ -88,10 +79,9 @@ def present_row(conversation: Conversation, now: datetime | None = None) -> Conv
         url=conversation.get_absolute_url(),
         title=conversation.title or "Untitled conversation",
         # Compact rows (selectors.with_run_status) come without a preview.
-        preview=preview_text(
-            getattr(conversation, "last_role", None),
-            getattr(conversation, "last_tool", None),
-            getattr(conversation, "last_text", None),
+        # W6: the latest answer's first sentence, else the latest user message
+        preview=preview_of(
+            getattr(conversation, "answer_text", None), getattr(conversation, "asked_text", None)
         ),
         counts=counts_text(conversation),
         status=status,

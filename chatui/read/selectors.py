@@ -33,7 +33,6 @@ from chatui.models import (
     Message,
     Role,
     Run,
-    StatusType,
     ToolStatus,
 )
 
@@ -583,7 +582,6 @@ def _chunks(query: QuerySet[Message]) -> Iterator[Message]:
 #: secret is masked whole before the preview is clipped (chatui.read.listing).
 PREVIEW_SOURCE_CHARS = 2000
 #: Status lines a preview skips: shown only while their run goes (S3).
-_PREVIEWED = ~Q(role=Role.STATUS, status_type__in=StatusType.EPHEMERAL) & ~Q(content="")
 
 
 def message_count(condition: Q) -> Coalesce:
@@ -599,19 +597,24 @@ def message_count(condition: Q) -> Coalesce:
     return Coalesce(Subquery(matching, output_field=IntegerField()), 0)
 
 
+def _latest_text(role: str) -> Subquery:
+    """W6 (docs/rendering.md#w6): the start of the conversation's latest non-empty
+    message of `role` — by the (conversation, role, …) index, so a giant batch of tool
+    rows after it is never walked."""
+    latest = Message.objects.filter(conversation=OuterRef("pk"), role=role).exclude(content="")
+    latest = latest.order_by("-position").annotate(start=Substr("content", 1, PREVIEW_SOURCE_CHARS))
+    return Subquery(latest.values("start")[:1])
+
+
 def with_row_data(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
     """What a list row shows, in the same query as the rows (no query per row): tool
     calls and failed ones (the conversation's own columns, kept by the projection: no
     count over its messages), and one bounded subquery per value for the last shown
     message (role, tool, its text's start) and the latest run's status."""
-    last = Message.objects.filter(_PREVIEWED, conversation=OuterRef("pk")).order_by("-position")
     latest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-started_seq")
     return with_outcome_counts(conversations).annotate(
-        last_role=Subquery(last.values("role")[:1]),
-        last_tool=Subquery(last.values("tool_name")[:1]),
-        last_text=Subquery(
-            last.annotate(start=Substr("content", 1, PREVIEW_SOURCE_CHARS)).values("start")[:1]
-        ),
+        answer_text=_latest_text(Role.ASSISTANT),
+        asked_text=_latest_text(Role.USER),
         run_status=Subquery(latest_run.values("status")[:1]),
     )
 

@@ -190,8 +190,9 @@ def check_roles_batches_statuses_and_meta(everything):
     assert sizes[0] == 1 and sizes[-1] >= 7  # G1: a batch of one and batches of many
     assert [m.role for m in found].count("user") == 1  # the mid-run message (G1 split)
     statuses = [m for m in found if m.role == "status"]
-    assert [m.status_type for m in statuses] == ["continuation"]  # S3: ephemerals removed
-    assert statuses[0].content == "Agent stopped: end_turn"
+    # S3: ephemerals removed; W6 (docs/rendering.md#w6): the normal end (`end_turn`) adds
+    # no continuation line
+    assert statuses == []
     types = [e.payload.get("status") for e in events(conversation) if e.type == "agent.status"]
     assert {"thinking", "info"} <= set(types)  # R5: they were shown while running
     aliases = [e for e in events(conversation) if e.tool_call_id and e.payload.get("details")]

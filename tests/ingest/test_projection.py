@@ -273,7 +273,7 @@ def test_s3_completed_removes_ephemeral_statuses_keeps_errors_and_continuations(
         {
             "type": "agent.continuation",
             "should_continue": False,
-            "stop_reason": "done",
+            "stop_reason": "steps_limit",
             "resolved_by": "Model",
             "run_id": "r1",
         },

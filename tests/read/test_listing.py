@@ -20,7 +20,7 @@ from django.utils import timezone
 from chatui.agents import start_showcase, wait_for_run
 from chatui.ingest.service import ingest
 from chatui.models import Conversation, Run
-from chatui.read import listing, selectors
+from chatui.read import listing, previews, selectors
 from chatui.read.outcomes import OutcomeCounts
 from config.asgi import application
 from tests.support.sockets import HOST, ORIGIN, fresh_channel_layer  # noqa: F401
@@ -86,20 +86,8 @@ def test_preview_is_the_last_message_masked_and_clipped_to_one_line(conversation
 
 def test_preview_masks_a_secret_that_straddles_the_clip():
     text = "x" * (listing.PREVIEW_CHARS - 10) + f" {SECRET}"
-    preview = listing.preview_text("assistant", "", text)
+    preview = previews.preview_of(text, None)
     assert SECRET[:12] not in preview
-
-
-def test_preview_of_a_tool_result_names_the_tool_and_skips_ephemeral_statuses(conversation):
-    ingest(
-        conversation,
-        [
-            {"type": "user.message", "content": "list", "run_id": "r1"},
-            *tool("c1", "list_files"),
-            status("thinking", "r1", message="Thinking about it"),
-        ],
-    )
-    assert row_of(conversation).preview == "List Files: ok"
 
 
 def test_preview_text_is_escaped_in_the_list(client, user, conversation):

@@ -180,7 +180,7 @@ def test_sync_client_creates_lists_posts_and_reads(client):
         ("u1", "user", "hello"),
         ("a1", "assistant", "Let me look."),
         ("tool_c1", "tool", "3 hits"),
-        ("status_8", "status", "Agent stopped: end_turn"),
+        # W6 (docs/rendering.md#w6): a normal end (`end_turn`) adds no line
     ]
     events = client.get_events(cid, after=5)
     assert [e["seq"] for e in events["events"]] == [6, 7, 8, 9]

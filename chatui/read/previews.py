@@ -1,0 +1,59 @@
+"""W6 a preview worth reading (docs/rendering.md#w6): a list or rail row previews the
+latest assistant text's first sentence — secrets masked (T3), Markdown syntax
+stripped — else the latest user message; never a status line, never a tool's output.
+
+Markdown is stripped by parsing it with markdown-it-py (the page's own parser,
+chatui.read.markdown) and keeping the text of its first block that has any: no regex
+guesses at what `**`, backticks or a link's brackets mean.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+
+from chatui.secrets import mask_text
+from chatui.text import clip, collapse_newlines
+
+PREVIEW_CHARS = 140
+_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+#: The end of a sentence: ., ! or ? (and closing quotes or brackets), then a space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s")
+
+
+def plain_text(markdown: str) -> str:
+    """The text of the first Markdown block that has any (a paragraph, heading, list
+    item or table cell), syntax stripped: inline code keeps its text, links their
+    label, images their alt text; line breaks become spaces."""
+    for token in _PARSER.parse(markdown):
+        if token.type != "inline" or not token.children:
+            continue
+        parts = []
+        for child in token.children:
+            if child.type in ("text", "code_inline"):
+                parts.append(child.content)
+            elif child.type in ("softbreak", "hardbreak"):
+                parts.append(" ")
+            elif child.type == "image":
+                parts.append(child.content)  # its alt text
+        text = " ".join("".join(parts).split())
+        if text:
+            return text
+    return ""
+
+
+def first_sentence(text: str) -> str:
+    found = _SENTENCE_END.search(text)
+    return text[: found.end()].rstrip() if found else text
+
+
+def preview_of(answer: str | None, asked: str | None) -> str:
+    """One line: the latest answer's first sentence, else the latest user message.
+    Secrets are masked before anything is cut, so a secret is never cut in two and
+    half-shown."""
+    if answer and answer.strip():
+        line = first_sentence(plain_text(mask_text(answer)))
+        if line:
+            return clip(line, PREVIEW_CHARS)
+    return clip(collapse_newlines(mask_text(asked or "")).strip(), PREVIEW_CHARS)
