@@ -12,8 +12,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from chatui.ingest import signing
 from chatui.models import Conversation, Message
 from chatui.read import presenters, selectors
+from chatui.read.verify import verify
 from chatui.read.reveal import (
     SHOW_INVISIBLE,
     pretty_json,
@@ -44,6 +46,9 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_shown": len(window),
         "audit_total": getattr(conversation, "n_messages", len(window)),
         "audit_summary": run_summaries(conversation, window),
+        # A4: the log's verification verdict first (SPEC §18 V3), with the key it is checked by.
+        "audit_verdict": verify(conversation),
+        "audit_verifier_key": signing.verifier_key(),
         "audit_first_error": first_error_anchor(window),
         "audit_tool_calls": [
             tool_call_row(message, user) for message in window if message.role == "tool"

@@ -393,6 +393,8 @@ class Projector(OtelHandlers, AguiProjection):
         # and the statuses it wrote or created them with.
         self._latest_run: str | None = "" if empty else None
         self._run_statuses: dict[str, str] = {}
+        # A run ended in this call: ingest signs a checkpoint (SPEC §18 V2).
+        self.ended_a_run = False
         self._empty = empty
         self._new: list[Message] = []
         self._dirty: dict[int, Message] = {}
@@ -1033,6 +1035,7 @@ class Projector(OtelHandlers, AguiProjection):
             self._set_status(ConversationStatus.RUNNING)
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
+        self.ended_a_run = True
         self._mark_unanswered_tools(event)
         self._end_streams(event)
         if event.run_id:
@@ -1053,6 +1056,7 @@ class Projector(OtelHandlers, AguiProjection):
         `_finish_run` would end each, with their unanswered tools (T2) found in one query
         for all of them rather than three per run (docs/PERFORMANCE.md#p8)."""
         self.flush()
+        self.ended_a_run = True
         by_run = {event.run_id: event for event, _ in ends}
         pending = Message.objects.filter(
             conversation_id=self.conversation.pk,
