@@ -15,7 +15,6 @@ from django.utils.safestring import SafeString
 from chatui.ingest import signing
 from chatui.models import Conversation, Message
 from chatui.read import presenters, selectors
-from chatui.read.verify import verify
 from chatui.read.reveal import (
     SHOW_INVISIBLE,
     pretty_json,
@@ -23,6 +22,7 @@ from chatui.read.reveal import (
     reveal_text,
     revealed_block,
 )
+from chatui.read.verify import verify
 from chatui.text import human_size
 
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
