@@ -1,7 +1,12 @@
 """SPEC §18 V1: every event gets its content and chain hashes; existing logs are chained
 here, conversation by conversation in seq order, with the same arithmetic as ingest
 (chatui.ingest.chain, whose definition is fixed by the spec). No checkpoint is signed
-here: each conversation's next event signs its log (verify_log says "not signed" until)."""
+here: each conversation's next event signs its log (verify_log says "not signed" until).
+
+Adding NOT NULL columns makes Django rebuild chatui_conversation on SQLite, which drops the
+title index's delete trigger (0006_search_index): it is created again here, forwards and
+backwards, as 0010 and 0013 do.
+"""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -9,6 +14,16 @@ from django.db import migrations, models
 from chatui.ingest.chain import chain
 
 CHUNK = 1000
+TITLE_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS chatui_title_search_forget AFTER DELETE ON chatui_conversation"
+    " BEGIN DELETE FROM chatui_title_search WHERE rowid IN (SELECT rowid FROM chatui_title_search"
+    " WHERE conversation MATCH '\"' || old.id || '\"'); END"
+)
+
+
+def restore_title_trigger(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        schema_editor.execute(TITLE_TRIGGER)
 
 
 def chain_every_log(apps, schema_editor):
@@ -85,5 +100,6 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.RunPython(restore_title_trigger, restore_title_trigger),
         migrations.RunPython(chain_every_log, migrations.RunPython.noop, elidable=False),
     ]

@@ -33,6 +33,10 @@
     A stored number that ingest would not accept today (a row from before the
     limits of chatui.ingest.events) is left out, never a failed export.
   Times are unix nanoseconds as decimal strings, ids lowercase hex (OTLP/JSON).
+
+Why it is long: three export formats, each a contract of its own read by other tools (the
+OTLP mapping alone is half), and the events export's proof (SPEC §18 V4) must be written
+beside the lines it proves; split, the formats would share their masking across modules.
 """
 
 from __future__ import annotations
