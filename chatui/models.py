@@ -117,7 +117,7 @@ class Conversation(FastLoad):
     # under the same seqs). What a process keeps of the projection between live frames
     # is stamped with it, so a rebuild in another process is seen (chatui.live.tail_cache).
     rebuilds = models.PositiveIntegerField(default=0)
-    # SPEC §18: the chain hash of its last event (hex; "" before the first), which the next
+    # docs/auditing.md#verifying-a-log: the chain hash of its last event (hex; "" before the first), which the next
     # event's chains onto, and when its log was last signed (`Checkpoint`). Kept on the row
     # ingest locks and saves anyway, so chaining reads nothing more.
     chain_hash = models.CharField(max_length=64, blank=True, default="")
@@ -159,7 +159,7 @@ class Event(models.Model):
     payload = OrderedJSONField()
     timestamp = models.DateTimeField()
     received_at = models.DateTimeField()
-    # SPEC §18 V1 (chatui.ingest.chain): sha256 of the event's canonical form, and
+    # docs/auditing.md#verifying-a-log (chatui.ingest.chain): sha256 of the event's canonical form, and
     # sha256(previous chain_hash ‖ content_hash), both hex, written with the event.
     content_hash = models.CharField(max_length=64, default="")
     chain_hash = models.CharField(max_length=64, default="")
@@ -223,7 +223,7 @@ class Event(models.Model):
 
 
 class Checkpoint(models.Model):
-    """SPEC §18 V2: a signed statement of a conversation's log: its size (last seq) and
+    """docs/auditing.md#the-signing-key: a signed statement of a conversation's log: its size (last seq) and
     chain hash at a time, as a C2SP signed note. Written by ingest, never changed."""
 
     conversation = models.ForeignKey(

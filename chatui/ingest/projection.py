@@ -393,7 +393,7 @@ class Projector(OtelHandlers, AguiProjection):
         # and the statuses it wrote or created them with.
         self._latest_run: str | None = "" if empty else None
         self._run_statuses: dict[str, str] = {}
-        # A run ended in this call: ingest signs a checkpoint (SPEC §18 V2).
+        # A run ended in this call: ingest signs a checkpoint (docs/auditing.md#the-signing-key).
         self.ended_a_run = False
         self._empty = empty
         self._new: list[Message] = []

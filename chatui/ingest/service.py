@@ -187,7 +187,7 @@ def _ingest_once(
             )
             for offset, event in enumerate(fresh, start=1)
         ]
-        # SPEC §18 V1: hashed and chained before they are written, under the row lock that
+        # docs/auditing.md#verifying-a-log: hashed and chained before they are written, under the row lock that
         # orders the conversation's writers.
         chained = chain.chain(rows, locked.chain_hash)
         EVENT_INSERT.run(rows)

@@ -1,4 +1,4 @@
-"""SPEC §18 V1: every event gets its content and chain hashes; existing logs are chained
+"""docs/auditing.md#verifying-a-log: every event gets its content and chain hashes; existing logs are chained
 here, conversation by conversation in seq order, with the same arithmetic as ingest
 (chatui.ingest.chain, whose definition is fixed by the spec). No checkpoint is signed
 here: each conversation's next event signs its log (verify_log says "not signed" until).

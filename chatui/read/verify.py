@@ -1,4 +1,4 @@
-"""SPEC §18 V3: a conversation's log checked against its own hashes and signed checkpoints.
+"""docs/auditing.md#checking-a-log: a conversation's log checked against its own hashes and signed checkpoints.
 
 Every event's content hash is recomputed from its columns (`chain.event_content`), its
 chain hash from the one before, in seq order from 1 with no gap; every checkpoint's

@@ -263,7 +263,7 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
 
 @csrf_exempt
 def keys(request: HttpRequest) -> JsonResponse:
-    """SPEC §18 V2: the public key checkpoints are signed with, in C2SP's verifier-key form
+    """docs/auditing.md#the-signing-key: the public key checkpoints are signed with, in C2SP's verifier-key form
     (`chatui-verify --key`), to anyone: it proves, it grants nothing."""
     if request.method != "GET":
         response = error(f"method {request.method[:20]} is not allowed; use GET", 405)

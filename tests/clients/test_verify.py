@@ -1,4 +1,4 @@
-"""SPEC §18 V4: the events export carries each event's hashes and the signed checkpoints,
+"""docs/auditing.md#verifying-an-export: the events export carries each event's hashes and the signed checkpoints,
 and `chatui-verify` (chatui_client.verify, no Django) checks it offline. The fresh-venv run
 is tests/test_client_package.py's."""
 

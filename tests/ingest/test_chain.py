@@ -1,4 +1,4 @@
-"""SPEC §18 V1–V2: each event hashed and chained in ingest's transaction; checkpoints
+"""docs/auditing.md#verifying-a-log: each event hashed and chained in ingest's transaction; checkpoints
 signed with the key file's Ed25519 key, as C2SP signed notes."""
 
 from __future__ import annotations

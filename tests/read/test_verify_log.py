@@ -1,4 +1,4 @@
-"""SPEC §18 V3: `manage.py verify_log` and the admin's verdict. Tampering is done as an
+"""docs/auditing.md#checking-a-log: `manage.py verify_log` and the admin's verdict. Tampering is done as an
 intruder with write access to the database would: UPDATE and DELETE on the rows, on
 SQLite and (make test-cluster) PostgreSQL alike."""
 

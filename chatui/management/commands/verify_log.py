@@ -1,4 +1,4 @@
-"""manage.py verify_log [ID …|--all]: SPEC §18 V3, each conversation's log checked.
+"""manage.py verify_log [ID …|--all]: docs/auditing.md#checking-a-log, each conversation's log checked.
 
 Recomputes every event's content and chain hash and checks every checkpoint's signature
 with this deployment's key (`CHATUI_SIGNING_KEY_FILE`): one line per conversation, "ok
