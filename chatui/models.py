@@ -117,9 +117,10 @@ class Conversation(FastLoad):
     # under the same seqs). What a process keeps of the projection between live frames
     # is stamped with it, so a rebuild in another process is seen (chatui.live.tail_cache).
     rebuilds = models.PositiveIntegerField(default=0)
-    # docs/auditing.md#verifying-a-log: the chain hash of its last event (hex; "" before the first), which the next
-    # event's chains onto, and when its log was last signed (`Checkpoint`). Kept on the row
-    # ingest locks and saves anyway, so chaining reads nothing more.
+    # The chain hash of its last event (hex; "" before the first), which the next event's
+    # chains onto (docs/auditing.md#verifying-a-log), and when its log was last signed
+    # (`Checkpoint`). Kept on the row ingest locks and saves anyway: chaining reads nothing
+    # more.
     chain_hash = models.CharField(max_length=64, blank=True, default="")
     signed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -159,8 +160,8 @@ class Event(models.Model):
     payload = OrderedJSONField()
     timestamp = models.DateTimeField()
     received_at = models.DateTimeField()
-    # docs/auditing.md#verifying-a-log (chatui.ingest.chain): sha256 of the event's canonical form, and
-    # sha256(previous chain_hash ‖ content_hash), both hex, written with the event.
+    # sha256 of the event's canonical form, and sha256(previous chain_hash ‖ content_hash),
+    # both hex, written with the event (chatui.ingest.chain, docs/auditing.md#verifying-a-log).
     content_hash = models.CharField(max_length=64, default="")
     chain_hash = models.CharField(max_length=64, default="")
 
@@ -223,8 +224,9 @@ class Event(models.Model):
 
 
 class Checkpoint(models.Model):
-    """docs/auditing.md#the-signing-key: a signed statement of a conversation's log: its size (last seq) and
-    chain hash at a time, as a C2SP signed note. Written by ingest, never changed."""
+    """A signed statement of a conversation's log (docs/auditing.md#the-signing-key): its
+    size (last seq) and chain hash at a time, as a C2SP signed note. Written by ingest, never
+    changed."""
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="checkpoints"

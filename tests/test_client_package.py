@@ -113,8 +113,9 @@ def test_sec9_chatui_client_is_the_packages_reexport():
 def test_v4_chatui_verify_checks_an_export_offline_in_a_venv_without_django(
     chatui_server, tmp_path
 ):
-    """docs/auditing.md#verifying-an-export: an auditor with the client's `verify` extra only (no Django, no server
-    reachable from the check) verifies an events export, and a one-byte change fails it."""
+    """docs/auditing.md#verifying-an-export: an auditor with the client's `verify` extra only
+    (no Django, no server reachable from the check) verifies an events export, and a
+    one-byte change fails it."""
     python = fresh_venv_with_the_client(tmp_path, extras="verify")
     names = {
         package["name"].lower()

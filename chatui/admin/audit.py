@@ -46,7 +46,8 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_shown": len(window),
         "audit_total": getattr(conversation, "n_messages", len(window)),
         "audit_summary": run_summaries(conversation, window),
-        # A4: the log's verification verdict first (docs/auditing.md#checking-a-log), with the key it is checked by.
+        # A4: the log's verification verdict first, with the key it is checked by
+        # (docs/auditing.md#checking-a-log).
         "audit_verdict": verify(conversation),
         "audit_verifier_key": signing.verifier_key(),
         "audit_first_error": first_error_anchor(window),

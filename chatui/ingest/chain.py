@@ -1,4 +1,5 @@
-"""docs/auditing.md#verifying-a-log: the hash chain and the signed checkpoints, written in ingest's transaction.
+"""The hash chain and the signed checkpoints, written in ingest's transaction
+(docs/auditing.md#verifying-a-log).
 
 Each event's `content_hash` is SHA-256 of the RFC 8785 form of the event as the events API
 serves it (`event_content`), its `chain_hash` SHA-256(previous chain hash ‖ content hash),

@@ -187,8 +187,8 @@ def _ingest_once(
             )
             for offset, event in enumerate(fresh, start=1)
         ]
-        # docs/auditing.md#verifying-a-log: hashed and chained before they are written, under the row lock that
-        # orders the conversation's writers.
+        # Hashed and chained before they are written, under the row lock that orders the
+        # conversation's writers (docs/auditing.md#verifying-a-log).
         chained = chain.chain(rows, locked.chain_hash)
         EVENT_INSERT.run(rows)
         projector = Projector(locked)

@@ -1,4 +1,5 @@
-"""docs/auditing.md#the-signing-key: the Ed25519 key that signs checkpoints, kept in a file, never in the database.
+"""The Ed25519 key that signs checkpoints, kept in a file, never in the database
+(docs/auditing.md#the-signing-key).
 
 `CHATUI_SIGNING_KEY_FILE` holds it in C2SP's signer-key text form
 (`PRIVATE+KEY+name+hash+base64(0x01 ‖ seed)`, as Go's golang.org/x/mod/sumdb/note writes

@@ -35,8 +35,9 @@
   Times are unix nanoseconds as decimal strings, ids lowercase hex (OTLP/JSON).
 
 Why it is long: three export formats, each a contract of its own read by other tools (the
-OTLP mapping alone is half), and the events export's proof (docs/auditing.md#verifying-an-export) must be written
-beside the lines it proves; split, the formats would share their masking across modules.
+OTLP mapping alone is half), and the events export's proof
+(docs/auditing.md#verifying-an-export) must be written beside the lines it proves; split,
+the formats would share their masking across modules.
 """
 
 from __future__ import annotations
@@ -161,7 +162,8 @@ def _exported_events(
         yield event, data if reveal else masked_event(data)
 
 
-#: The key of an exported event's proof, and of a checkpoint's line (docs/auditing.md#verifying-an-export):
+#: The key of an exported event's proof, and of a checkpoint's line
+#: (docs/auditing.md#verifying-an-export):
 #: `import_transcript --format chatui` drops both.
 PROOF_KEY = "chatui_proof"
 CHECKPOINT_KEY = "chatui_checkpoint"
@@ -170,10 +172,11 @@ CHECKPOINT_KEY = "chatui_checkpoint"
 def export_proven_events(
     conversation: Conversation, *, reveal: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """The events export's lines (docs/auditing.md#verifying-an-export): each event as `export_events` gives it,
-    with its proof — its seq, type, ids and time as the events API serves them, its
-    content and chain hashes, which of the line's keys are not its payload (`envelope`), and
-    whether the line is `masked` (then its content hash cannot be recomputed from it) —
+    """The events export's lines (docs/auditing.md#verifying-an-export): each event as
+    `export_events` gives it, with its proof — its seq, type, ids and time as the events API
+    serves them, its content and chain hashes, which of the line's keys are not its payload
+    (`envelope`), and whether the line is `masked` (then its content hash cannot be
+    recomputed from it) —
     then the conversation's signed checkpoints up to the last exported event, one a line.
     `chatui-verify` checks such a file offline (chatui_client.verify)."""
     last = 0

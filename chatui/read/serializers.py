@@ -37,7 +37,8 @@ def conversation_to_dict(conversation: Conversation) -> dict[str, Any]:
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
-    """An event as the events API serves it: what its content hash is of (docs/auditing.md#verifying-a-log)."""
+    """An event as the events API serves it: what its content hash is of
+    (docs/auditing.md#the-canonical-form)."""
     return event_content(event)
 
 

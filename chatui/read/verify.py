@@ -1,4 +1,5 @@
-"""docs/auditing.md#checking-a-log: a conversation's log checked against its own hashes and signed checkpoints.
+"""A conversation's log checked against its own hashes and signed checkpoints
+(docs/auditing.md#checking-a-log).
 
 Every event's content hash is recomputed from its columns (`chain.event_content`), its
 chain hash from the one before, in seq order from 1 with no gap; every checkpoint's

@@ -61,7 +61,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 API_PREFIX = "/api/"
-#: API paths served without a token: the public key that verifies checkpoints (docs/auditing.md#the-signing-key).
+#: API paths served without a token: the public key that verifies checkpoints
+#: (docs/auditing.md#the-signing-key).
 PUBLIC_API_PATHS = frozenset({"/api/v1/keys"})
 #: The OTLP receiver (docs/events.md#otlp): its refusals are a google.rpc.Status.
 OTLP_PREFIX = "/api/v1/otlp/"

@@ -263,8 +263,9 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
 
 @csrf_exempt
 def keys(request: HttpRequest) -> JsonResponse:
-    """docs/auditing.md#the-signing-key: the public key checkpoints are signed with, in C2SP's verifier-key form
-    (`chatui-verify --key`), to anyone: it proves, it grants nothing."""
+    """The public key checkpoints are signed with, in C2SP's verifier-key form
+    (`chatui-verify --key`, docs/auditing.md#the-signing-key), to anyone: it proves, it
+    grants nothing."""
     if request.method != "GET":
         response = error(f"method {request.method[:20]} is not allowed; use GET", 405)
         response["Allow"] = "GET"

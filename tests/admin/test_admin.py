@@ -668,7 +668,8 @@ def test_export_action_downloads_one_file_for_one_conversation(
         assert json.loads(body) == json.loads(json.dumps(export_messages(weather)))
     elif action == "export_events":
         lines = [json.loads(line) for line in body.splitlines()]
-        # Each event with its proof, then the signed checkpoints (docs/auditing.md#verifying-an-export).
+        # Each event with its proof, then the signed checkpoints
+        # (docs/auditing.md#verifying-an-export).
         assert lines == json.loads(json.dumps(list(export_proven_events(weather))))
         events = [line for line in lines if "chatui_proof" in line]
         assert [line["type"] for line in events] == [e["type"] for e in weather_events()]

@@ -1,6 +1,6 @@
-"""docs/auditing.md#verifying-an-export: the events export carries each event's hashes and the signed checkpoints,
-and `chatui-verify` (chatui_client.verify, no Django) checks it offline. The fresh-venv run
-is tests/test_client_package.py's."""
+"""docs/auditing.md#verifying-an-export: the events export carries each event's hashes and
+the signed checkpoints, and `chatui-verify` (chatui_client.verify, no Django) checks it
+offline. The fresh-venv run is tests/test_client_package.py's."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""docs/auditing.md#verifying-a-log: each event hashed and chained in ingest's transaction; checkpoints
-signed with the key file's Ed25519 key, as C2SP signed notes."""
+"""docs/auditing.md#verifying-a-log: each event hashed and chained in ingest's transaction;
+checkpoints signed with the key file's Ed25519 key, as C2SP signed notes."""
 
 from __future__ import annotations
 

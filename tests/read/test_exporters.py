@@ -98,7 +98,8 @@ def test_export_events_is_one_event_per_line_in_seq_order(recorded):
     lines = export_text(recorded, "events").split("\n")
     assert lines[-1] == ""  # every line ends with a newline
     lines = [json.loads(line) for line in lines[:-1]]
-    # docs/auditing.md#verifying-an-export: each event carries its proof; the signed checkpoints follow the events.
+    # Each event carries its proof; the signed checkpoints follow the events
+    # (docs/auditing.md#verifying-an-export).
     events = [
         {key: value for key, value in line.items() if key != "chatui_proof"}
         for line in lines

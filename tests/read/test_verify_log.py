@@ -1,5 +1,5 @@
-"""docs/auditing.md#checking-a-log: `manage.py verify_log` and the admin's verdict. Tampering is done as an
-intruder with write access to the database would: UPDATE and DELETE on the rows, on
+"""docs/auditing.md#checking-a-log: `manage.py verify_log` and the admin's verdict. Tampering
+is done as an intruder with write access to the database would: UPDATE and DELETE on the rows, on
 SQLite and (make test-cluster) PostgreSQL alike."""
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ messages, and no extra run is wrapped around them (the runs are in the file).
 An event without an `event_id` gets `import:<digest>:<n>`, and one without a
 `timestamp` is stamped as the other formats are (files.py), so a re-import is
 still all duplicates. Validation is `ingest`'s own; its errors name the line.
-The export's proof (docs/auditing.md#verifying-an-export: each line's `chatui_proof`, the `chatui_checkpoint`
-lines after the events) is the exported log's, not the new one's: it is left out.
+The export's proof (each line's `chatui_proof`, the `chatui_checkpoint` lines after the
+events: docs/auditing.md#verifying-an-export) is the exported log's, not the new one's: it
+is left out.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""manage.py verify_log [ID …|--all]: docs/auditing.md#checking-a-log, each conversation's log checked.
+"""manage.py verify_log [ID …|--all]: each conversation's log checked
+(docs/auditing.md#checking-a-log).
 
 Recomputes every event's content and chain hash and checks every checkpoint's signature
 with this deployment's key (`CHATUI_SIGNING_KEY_FILE`): one line per conversation, "ok

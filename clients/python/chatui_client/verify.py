@@ -1,4 +1,5 @@
-"""chatui-verify FILE --key KEY: an events export checked offline (docs/auditing.md#verifying-an-export).
+"""chatui-verify FILE --key KEY: an events export checked offline
+(docs/auditing.md#verifying-an-export).
 
     chatui-verify conversation.events.jsonl --key "chatui.example.org+1a2b3c4d+AQ…"
     chatui-verify conversation.events.jsonl --key key.txt   # a file holding the key
