@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -44,38 +45,43 @@ _SAFE_INT = 2**53 - 1
 def canonical(value: Any) -> bytes:
     """RFC 8785's canonical form of decoded JSON, as UTF-8 bytes.
 
-    For values with no float and no key outside the Basic Multilingual Plane (nearly every
-    event), Python's own C encoder with sorted keys writes exactly RFC 8785's bytes (same
-    escapes, same order, integers as digits), at a tenth of the cost: ingest hashes every
-    event (docs/PERFORMANCE.md#p9). Anything else goes through `rfc8785`, the reference;
-    tests/ingest/test_chain.py checks the two agree on generated JSON."""
-    if _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    return _rfc8785(value)
+    Python's own C encoder with sorted keys and no white space writes exactly RFC 8785's
+    bytes (the same escapes, integers as digits, most floats) unless the value holds a
+    float with an exponent or none after its point (RFC 8785 writes numbers as ECMAScript
+    does) or a key beyond U+E000 (RFC 8785 sorts keys by UTF-16 code unit, Python by code
+    point). Nearly every event holds neither, and ingest hashes every event (docs/PERFORMANCE.md#p9): those are written by
+    the C encoder, the rest by `rfc8785`, the reference. tests/ingest/test_chain.py checks
+    the two agree on generated JSON."""
+    text = _ENCODER.encode(value)
+    if _DIFFERING_FLOAT.search(text) or (
+        not text.isascii() and max(text) >= "\ue000" and not _keys_sort_alike(value)
+    ):
+        return _rfc8785(value)
+    return text.encode()
 
 
-def _plain(value: Any) -> bool:
-    """No float anywhere, and every key sorts the same by code point as by UTF-16 unit."""
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+# A float the encoder writes otherwise than RFC 8785: with an exponent ("1e+16", "1.5e-07")
+# or integral ("2.0", "-0.0"), each a whole token, before ",", "}", "]" or the end. Any other
+# float is written alike: `rfc8785` formats str(float) and changes only those. Text in a
+# string may look the same ("v2.0]"): that only costs the slower way.
+_DIFFERING_FLOAT = re.compile(r"\.0(?=[,}\]]|$)|\d[eE][-+]?\d+(?=[,}\]]|$)")
+
+
+def _keys_sort_alike(value: Any) -> bool:
+    """Every key sorts the same by code point as by UTF-16 code unit (none beyond U+E000)."""
     stack = [value]
-    pop, push = stack.pop, stack.append
     while stack:
-        item = pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if -_SAFE_INT <= item <= _SAFE_INT:
-                continue
-            return False
-        if kind is dict:
+        item = stack.pop()
+        if type(item) is dict:
             for key, child in item.items():
                 if not key.isascii() and max(key) >= "\ue000":
                     return False
-                push(child)
-        elif kind is list:
+                stack.append(child)
+        elif type(item) is list:
             stack.extend(item)
-        else:
-            return False
     return True
 
 
