@@ -49,9 +49,9 @@ def canonical(value: Any) -> bytes:
     bytes (the same escapes, integers as digits, most floats) unless the value holds a
     float with an exponent or none after its point (RFC 8785 writes numbers as ECMAScript
     does) or a key beyond U+E000 (RFC 8785 sorts keys by UTF-16 code unit, Python by code
-    point). Nearly every event holds neither, and ingest hashes every event (docs/PERFORMANCE.md#p9): those are written by
-    the C encoder, the rest by `rfc8785`, the reference. tests/ingest/test_chain.py checks
-    the two agree on generated JSON."""
+    point). Nearly every event holds neither, and ingest hashes every event
+    (docs/PERFORMANCE.md#p9): those are written by the C encoder, the rest by `rfc8785`,
+    the reference. tests/ingest/test_chain.py checks the two agree on generated JSON."""
     text = _ENCODER.encode(value)
     if _DIFFERING_FLOAT.search(text) or (
         not text.isascii() and max(text) >= "\ue000" and not _keys_sort_alike(value)
