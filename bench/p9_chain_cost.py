@@ -12,9 +12,9 @@ instructions by `instructions.py`, before and after: docs/PERFORMANCE.md#p9).
 
 `--ingest N`: the whole of `ingest` in this process (parse, sequence, insert, project,
 index; no HTTP and no frames, so the chain's share comes out larger than of P2's CPU), in
-batches of 100 of the same events into a fresh SQLite database, N rounds (after one to warm up) alternating with
-the chain on and off (`chain.chain` and the checkpoints stubbed out), so both see the same
-load: the median CPU per event of each, and the chain's share.
+batches of 100 of the same events into a fresh SQLite database, N rounds (after one to
+warm up) alternating with the chain on and off (`chain.chain` and the checkpoints stubbed
+out), so both see the same load: the median CPU per event of each, and the chain's share.
 """
 
 from __future__ import annotations
