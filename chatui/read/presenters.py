@@ -879,7 +879,14 @@ def _present_entry(
     # argument is named by its path in the call line (G18).
     rich = NOTHING
     if status not in PENDING:
-        rich = present_rich(message.tool_name, meta, content, error=error_text, whole=long is None)
+        rich = present_rich(
+            message.tool_name,
+            meta,
+            content,
+            error=error_text,
+            whole=long is None,
+            mask_secrets=display.mask_secrets,
+        )
     args = meta.get("args") if rich.call_args is None else rich.call_args
     call = neutralise(call_line(message.tool_name, args, meta.get("args_summary")))
     # The display text of docs/events.md#canonical-messages is `content`; nothing is shown until the

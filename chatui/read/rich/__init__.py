@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from chatui.secrets import mask_text
+
 from .ansi import has_escapes, present_terminal
 from .code import language_of, present_code
 from .diff import is_diff, patch_paths, present_diff, present_edit
@@ -104,12 +106,12 @@ def _by_kind(details: dict, content: str) -> RichView | None:
     return None
 
 
-def _by_shape(tool_name: str, args: Any, result: Any, content: str) -> RichView | None:
+def _by_shape(tool_name: str, args: Any, result: Any, content: str, mask: Any) -> RichView | None:
     """G17–G20 by what the result looks like."""
     if not _fits(content):
         return None
     if has_escapes(content):
-        return present_terminal(content)
+        return present_terminal(content, mask=mask)
     if is_diff(content):
         view = present_diff(content)
         if view is not None:
@@ -127,7 +129,7 @@ def _by_shape(tool_name: str, args: Any, result: Any, content: str) -> RichView 
     return None
 
 
-def _failed_output(meta: dict, content: str, error: str) -> RichView | None:
+def _failed_output(meta: dict, content: str, error: str, mask: Any) -> RichView | None:
     """G17 for a failed command: its output in colour, only the error line red. A command
     (`details.kind` `command`, or output with escapes) shows as a terminal; the error line
     is the runtime's `error` when it is not the output itself, else the output's last line."""
@@ -136,21 +138,31 @@ def _failed_output(meta: dict, content: str, error: str) -> RichView | None:
         details.get("kind") == "command" or "exit_code" in details
     )
     tool_error = meta.get("tool_error") if isinstance(meta.get("tool_error"), str) else ""
-    output = content if content and content != tool_error else error
+    result = meta.get("tool_result")
+    # The output: a result sent beside the error, else the entry's text (the error itself)
+    output = result if isinstance(result, str) and result.strip() else (content or error)
     if not _fits(output) or not (is_command or has_escapes(output)):
         return None
     line = tool_error.strip() if tool_error and output != tool_error else ""
     if "\n" in line:
         line = ""  # a long error is the output: its last line is red
-    return present_terminal(output, error_line=line)
+    return present_terminal(output, error_line=line, mask=mask)
 
 
 def present_rich(
-    tool_name: str, meta: dict, content: str, *, error: str | None = None, whole: bool = True
+    tool_name: str,
+    meta: dict,
+    content: str,
+    *,
+    error: str | None = None,
+    whole: bool = True,
+    mask_secrets: bool = True,
 ) -> Rich:
     """The rich views of a finished entry, from its masked `meta` and `content`.
     `error`: the error text when the entry failed. `whole`: False when `content` is only
-    the head of a long text (nothing is rendered rich from a head)."""
+    the head of a long text (nothing is rendered rich from a head). `mask_secrets`: as the
+    display says (False only where a reader may see secrets)."""
+    mask = mask_text if mask_secrets else None
     args = meta.get("args")
     patch = _patch_arg(args)
     args_diff = present_diff(patch[1]) if patch else None
@@ -163,13 +175,13 @@ def present_rich(
     view = None
     if whole:
         if error is not None:
-            view = _failed_output(meta, content, error)
+            view = _failed_output(meta, content, error, mask)
         else:
             details = meta.get("details")
             if isinstance(details, dict):
                 view = _by_kind(details, content)
             if view is None:
-                view = _by_shape(tool_name, args, meta.get("tool_result"), content)
+                view = _by_shape(tool_name, args, meta.get("tool_result"), content, mask)
     if view is None and args_diff is None:
         return NOTHING
     return Rich(view, args_diff, call_args)

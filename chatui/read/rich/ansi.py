@@ -14,6 +14,7 @@ Every pattern is linear (no nested quantifiers), so hostile output costs one pas
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from chatui.text import neutralise
@@ -185,18 +186,23 @@ class _Line:
         self.runs = [(char, cell_style) for char, cell_style in cells]
         self.length = len(cells)
 
-    def spans(self) -> tuple[Span, ...]:
+    def spans(self, mask: Callable[[str], str] | None = None) -> tuple[Span, ...]:
         merged: list[list] = []
         for text, style in self.runs:
             if merged and merged[-1][1] == style:
                 merged[-1][0] += text
             elif text:
                 merged.append([text, style])
+        if mask is not None:  # T3 once more: a secret glued to an escape ("\x1b[31msk-…")
+            for run in merged:
+                run[0] = mask(run[0])
         return tuple(Span(neutralise(text), classes(style)) for text, style in merged)
 
 
-def parse(text: str) -> list[tuple[Span, ...]]:
-    """Terminal text → its lines, each a tuple of spans; trailing blank lines dropped."""
+def parse(text: str, mask: Callable[[str], str] | None = None) -> list[tuple[Span, ...]]:
+    """Terminal text → its lines, each a tuple of spans; trailing blank lines dropped.
+    `mask` (chatui.secrets.mask_text) runs on each span's text: the text was masked before,
+    but a secret right after an escape sequence has no word boundary before it there."""
     lines: list[_Line] = [_Line()]
     style = PLAIN
     at = 0
@@ -216,7 +222,7 @@ def parse(text: str) -> list[tuple[Span, ...]]:
         # anything else (cursor moves, titles, links, stray controls) is dropped
     if at < len(text):
         lines[-1].write(text[at:], style)
-    spans = [line.spans() for line in lines]
+    spans = [line.spans(mask) for line in lines]
     while spans and not "".join(span.text for span in spans[-1]).strip():
         spans.pop()
     return spans
@@ -228,10 +234,12 @@ def has_escapes(text: str) -> bool:
     return "\x1b" in text or "\x9b" in text or "\r" in text.replace("\r\n", "")
 
 
-def present_terminal(text: str, *, error_line: str | None = None) -> TerminalView:
+def present_terminal(
+    text: str, *, error_line: str | None = None, mask: Callable[[str], str] | None = None
+) -> TerminalView:
     """G17. `error_line`: a failed command's error, shown red after the output; without one
     (`""`), the output's last non-blank line is the error line (colours kept elsewhere)."""
-    lines = [Line(spans) for spans in parse(text)]
+    lines = [Line(spans) for spans in parse(text, mask)]
     if error_line:
         lines.append(Line((Span(neutralise(error_line)),), is_error=True))
     elif error_line == "" and lines:
