@@ -245,3 +245,11 @@ def present_terminal(
     elif error_line == "" and lines:
         lines[-1] = Line(lines[-1].spans, is_error=True)
     return TerminalView(tuple(lines), chars=len(text))
+
+
+def plain(text: str) -> str:
+    """The text a terminal would show, without styles (for text shown outside a terminal
+    view: a Details text block, a diff line)."""
+    if not has_escapes(text):
+        return text
+    return "\n".join("".join(span.text for span in spans) for spans in parse(text))

@@ -8,6 +8,7 @@ import re
 
 from chatui.text import clip, neutralise
 
+from .ansi import plain
 from .views import DiffFile, DiffLine, DiffView
 
 _HUNK = re.compile(
@@ -51,15 +52,15 @@ class _Builder:
     def line(self, kind: str, sign: str, text: str, old: int | None, new: int | None) -> None:
         self.added += kind == "add"
         self.removed += kind == "del"
+        text = plain(text) if "\x1b" in text or "\x9b" in text else text
         self.lines.append(DiffLine(kind, sign, neutralise(text), old, new))
 
     def view(self, source: str) -> DiffView | None:
         self.flush()
         if not self.files:
             return None
-        return DiffView(
-            tuple(self.files), self.added, self.removed, neutralise(source), len(source)
-        )
+        shown = neutralise(plain(source))  # G17: no escape shown, not even in Copy's text
+        return DiffView(tuple(self.files), self.added, self.removed, shown, len(source))
 
 
 def parse_unified(text: str, path: str = "") -> DiffView | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from chatui.text import clip, neutralise
 
+from .ansi import plain
 from .views import Cell, Column, DetailsView, JsonPiece, KeyValueView, Pair, RecordsView, Row
 
 TABLE_ROWS = 50
@@ -156,7 +157,7 @@ def present_details(value: Any) -> DetailsView | None:
         if isinstance(item, str) and "\n" in item:
             pieces.append(JsonPiece(neutralise("".join(buffer))))
             buffer.clear()
-            pieces.append(JsonPiece(neutralise(item), is_block=True))
+            pieces.append(JsonPiece(plain(item), is_block=True))  # G17: no escape shown
         elif isinstance(item, dict) and item:
             buffer.append("{")
             for n, (key, each) in enumerate(item.items()):
