@@ -7,10 +7,38 @@ transform (chatui.read.display) reaches each text and never a class.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
+
 from ..display import Key, Text, ToolText
+
+# -- the partials' innermost loops ------------------------------------------------------
+# A rich block holds hundreds of spans, lines or cells; Django's template loop costs
+# ~10 µs an iteration, which made a page of 80 rich entries 400 ms of CPU
+# (docs/PERFORMANCE.md#p9). So the lines of each block are written here, once per view
+# (`cached_property`: a view is memoised with its entry, chatui.read.presenters), every
+# text through `conditional_escape` (the admin's transform returns its markers as safe
+# HTML; anything else is escaped). The partials keep the block, its hooks and attributes.
+
+
+def _spans(spans: Iterable[Span]) -> str:
+    parts = []
+    for span in spans:
+        text = conditional_escape(span.text)
+        if span.classes:
+            parts.append(f'<span class="{conditional_escape(span.classes)}">{text}</span>')
+        else:
+            parts.append(text)
+    return "".join(parts)
+
+
+def _number(value: int | None) -> str:
+    return "" if value is None else str(value)
 
 
 class _View:
@@ -47,6 +75,22 @@ class TerminalView(_View):
     lines: tuple[Line, ...]
     chars: int
 
+    @cached_property
+    def lines_html(self) -> SafeString:
+        """Each line a `.term-line` span (`[data-terminal-error]` on a failed command's)."""
+        return mark_safe(
+            "".join(
+                (
+                    '<span class="term-line term-error" data-terminal-error>'
+                    if line.is_error
+                    else '<span class="term-line">'
+                )
+                + _spans(line.spans)
+                + "</span>\n"
+                for line in self.lines
+            )
+        )
+
 
 @dataclass(frozen=True)
 class DiffLine(_View):
@@ -63,6 +107,18 @@ class DiffLine(_View):
 class DiffFile(_View):
     path: ToolText
     lines: tuple[DiffLine, ...]
+
+    @cached_property
+    def lines_html(self) -> SafeString:
+        """Each line a span with `data-diff-line` = its kind and its numbers (drawn by CSS)."""
+        return mark_safe(
+            "".join(
+                f'<span class="diff-line diff-line--{line.kind}" data-diff-line="{line.kind}"'
+                f' data-old="{_number(line.old)}" data-new="{_number(line.new)}">'
+                f"{conditional_escape(line.sign)}{conditional_escape(line.text)}</span>\n"
+                for line in self.lines
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -92,6 +148,13 @@ class CodeView(_View):
     lines: tuple[Line, ...]
     chars: int
 
+    @cached_property
+    def lines_html(self) -> SafeString:
+        """Each line a `.code-line` span (its number is a CSS counter)."""
+        return mark_safe(
+            "".join(f'<span class="code-line">{_spans(line.spans)}</span>\n' for line in self.lines)
+        )
+
 
 @dataclass(frozen=True)
 class Cell(_View):
@@ -120,6 +183,23 @@ class RecordsView(_View):
     more_text: Text | None  # "150 more rows"
     source: ToolText  # what Copy output copies: the text as received (masked)
     chars: int
+
+    @cached_property
+    def rows_html(self) -> SafeString:
+        """The table's body rows; numbers right-aligned (`.num`)."""
+        return mark_safe(
+            "".join(
+                "<tr>"
+                + "".join(
+                    f'<td class="num">{conditional_escape(cell.text)}</td>'
+                    if cell.numeric
+                    else f"<td>{conditional_escape(cell.text)}</td>"
+                    for cell in row.cells
+                )
+                + "</tr>"
+                for row in self.rows
+            )
+        )
 
 
 @dataclass(frozen=True)
