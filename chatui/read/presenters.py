@@ -76,6 +76,7 @@ from chatui.text import (
 from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .markdown import render_markdown
 from .rich import NOTHING, present_details, present_rich
+from .rich.ansi import plain as plain_terminal_text
 from .rich.views import DetailsView, DiffView, RichView
 from .windows import BATCH_WINDOW, PENDING, BatchHead
 
@@ -534,8 +535,9 @@ def truncate_block(
 
 
 def present_result(text: str) -> ResultView | None:
-    """G4: None when there is nothing to show (never an empty box)."""
-    text = _normalise_text(text)
+    """G4: None when there is nothing to show (never an empty box). G17: escape codes are
+    never shown, not even where the text is not rendered as a terminal (too long)."""
+    text = _normalise_text(plain_terminal_text(text))
     if not text.strip():
         return None
     size = human_size(len(text.encode()))
@@ -764,6 +766,8 @@ def _live_fields(meta: dict[str, Any]) -> dict[str, Any]:
     if fraction is not None:
         fraction = float(fraction)
     output = meta.get("output")
+    # G17: a running command's live tail shows no escape code, its progress bar as it stands
+    output = plain_terminal_text(output) if isinstance(output, str) else output
     tail, arrow = split_output(output) if isinstance(output, str) else (None, None)
     message = meta.get("progress_message")
     line = message.strip() if isinstance(message, str) and message.strip() else arrow
@@ -1003,6 +1007,7 @@ def _long_result(head: str, text: str) -> ResultView:
     bytes. The whole is beyond the page's inline bound: fetched on demand (G16)."""
     if head.endswith("\r"):  # maybe half of a "\r\n": the line ends in the next character
         head = head[:-1]
+    head = plain_terminal_text(head)  # G17: no escape code shown
     lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # not stripped: cut
     shown = "\n".join(lines[:RESULT_BLOCK_LINES])
     size = human_size(_utf8_size(text))

@@ -155,3 +155,24 @@ def test_g17_partial_shows_spans_escaped_and_no_escape_character(client, user, c
     assert "<script>" not in block and "&lt;script&gt;" in block
     assert "100% done" in block and "55%" not in block
     assert "style=" not in block
+
+
+def test_g17_live_output_tail_shows_no_escape_and_the_bar_as_it_stands(conversation, feed):
+    feed(
+        {"type": "agent.tool.started", "tool_call_id": "l", "tool_name": "sh", "args": {}},
+        {
+            "type": "agent.tool.progress",
+            "tool_call_id": "l",
+            "output": "\x1b[32mok\x1b[0m @bob\n10%\r90%",
+        },
+    )
+    entry = _entry(conversation, "l")
+    assert entry.output_tail == "ok @\u200bbob\n90%"
+
+
+def test_g17_output_too_long_for_a_terminal_view_still_shows_no_escape(conversation, feed):
+    long = "\n".join(f"\x1b[31mline {n}\x1b[0m" for n in range(3000))  # over RICH_LINES
+    feed(*call("x", "sh", {}, result=long))
+    entry = _entry(conversation, "x")
+    assert entry.rich is None and entry.result is not None
+    assert "\x1b" not in entry.result.text and entry.result.text.startswith("line 0\nline 1")

@@ -116,7 +116,12 @@ def _by_shape(tool_name: str, args: Any, result: Any, content: str, mask: Any) -
         view = present_diff(content)
         if view is not None:
             return view
-    data = result if isinstance(result, list | dict) else parse_json(content)
+    # The result as sent when the text is its JSON; a `{"text", "details"}` result's text
+    # is text (docs/events.md#canonical-messages), read as JSON only if it is some.
+    is_json_text = content.lstrip()[:1] in ("[", "{")
+    data = result if isinstance(result, list | dict) and is_json_text else None
+    if data is None and is_json_text:
+        data = parse_json(content)
     if isinstance(data, list):
         return present_objects(data, content)
     if isinstance(data, dict):

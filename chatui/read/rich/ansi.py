@@ -199,10 +199,8 @@ class _Line:
         return tuple(Span(neutralise(text), classes(style)) for text, style in merged)
 
 
-def parse(text: str, mask: Callable[[str], str] | None = None) -> list[tuple[Span, ...]]:
-    """Terminal text → its lines, each a tuple of spans; trailing blank lines dropped.
-    `mask` (chatui.secrets.mask_text) runs on each span's text: the text was masked before,
-    but a secret right after an escape sequence has no word boundary before it there."""
+def _lines(text: str) -> list[_Line]:
+    """The lines a terminal would show: runs of text and their styles."""
     lines: list[_Line] = [_Line()]
     style = PLAIN
     at = 0
@@ -222,6 +220,14 @@ def parse(text: str, mask: Callable[[str], str] | None = None) -> list[tuple[Spa
         # anything else (cursor moves, titles, links, stray controls) is dropped
     if at < len(text):
         lines[-1].write(text[at:], style)
+    return lines
+
+
+def parse(text: str, mask: Callable[[str], str] | None = None) -> list[tuple[Span, ...]]:
+    """Terminal text → its lines, each a tuple of spans; trailing blank lines dropped.
+    `mask` (chatui.secrets.mask_text) runs on each span's text: the text was masked before,
+    but a secret right after an escape sequence has no word boundary before it there."""
+    lines = _lines(text)
     spans = [line.spans(mask) for line in lines]
     while spans and not "".join(span.text for span in spans[-1]).strip():
         spans.pop()
@@ -248,8 +254,10 @@ def present_terminal(
 
 
 def plain(text: str) -> str:
-    """The text a terminal would show, without styles (for text shown outside a terminal
-    view: a Details text block, a diff line)."""
+    """The text a terminal would show, without styles and as given otherwise (mentions not
+    neutralised: the caller shows it as any text), for text shown outside a terminal view:
+    a G4 block, a live tail, a Details text block, a diff line."""
     if not has_escapes(text):
         return text
-    return "\n".join("".join(span.text for span in spans) for spans in parse(text))
+    lines = _lines(text)
+    return "\n".join("".join(run for run, _ in line.runs) for line in lines)

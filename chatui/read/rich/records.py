@@ -157,7 +157,7 @@ def present_details(value: Any) -> DetailsView | None:
         if isinstance(item, str) and "\n" in item:
             pieces.append(JsonPiece(neutralise("".join(buffer))))
             buffer.clear()
-            pieces.append(JsonPiece(plain(item), is_block=True))  # G17: no escape shown
+            pieces.append(JsonPiece(neutralise(plain(item)), is_block=True))  # G17: no escape shown
         elif isinstance(item, dict) and item:
             buffer.append("{")
             for n, (key, each) in enumerate(item.items()):
