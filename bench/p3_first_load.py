@@ -26,6 +26,10 @@ after it are timed apart, with the page's bytes and daphne's RSS before and afte
 they run, another reader loads the 200-message conversation in a loop, and its times
 say how long other users wait meanwhile.
 
+Why it is long: one script per figure (docs/PERFORMANCE.md), and P3 has four cases that
+share its conversations and its timed loop (the usual runs, the giant batch, issue 28's huge
+results, P9's rich results).
+
 Server time is measured client-side on loopback: from sending the request to
 having the whole body (includes loopback HTTP and httpx, ~1 ms). The daphne CPU
 column is daphne's own CPU time (all threads, /proc/<pid>/stat, 10 ms ticks)

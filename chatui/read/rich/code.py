@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import posixpath
 from functools import lru_cache
+from typing import Any
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.special import TextLexer
-from pygments.token import STANDARD_TYPES, Token, _TokenType
+from pygments.token import STANDARD_TYPES, Token
 from pygments.util import ClassNotFound
 
 from chatui.text import clip, neutralise
@@ -32,7 +33,7 @@ def lexer_for(name: str) -> Lexer | None:
 
 
 @lru_cache(maxsize=256)
-def token_class(ttype: _TokenType) -> str:
+def token_class(ttype: Any) -> str:
     """Pygments' short class of a token type (its nearest ancestor that has one)."""
     while ttype not in STANDARD_TYPES:
         ttype = ttype.parent
