@@ -68,45 +68,43 @@ RICH_USERS = [
 ]
 
 
+#: (tool name, args, result, details) of each call, in order.
+PLAYS: list[tuple[str, dict[str, Any], Any, dict[str, Any] | None]] = [
+    ("run_tests", {"command": "pytest -q"}, RICH_TEST_RUN, {"kind": "command", "exit_code": 0}),
+    ("run_command", {"command": "make"}, RICH_BUILD_FAILURE, {"kind": "command", "exit_code": 1}),
+    ("apply_patch", {"input": RICH_PATCH}, "Done. Updated src/greet.py", None),
+    ("git_diff", {"path": "README.md"}, RICH_DIFF, None),
+    (
+        "edit_file",
+        {"path": "config.toml"},
+        "edited config.toml",
+        {
+            "kind": "edit",
+            "path": "config.toml",
+            "old": "debug = true\nport = 80\n",
+            "new": "debug = false\nport = 8080\n",
+        },
+    ),
+    ("read_file", {"path": "src/greet.py"}, RICH_CODE, {"kind": "file", "path": "src/greet.py"}),
+    ("query_db", {"sql": "select * from users"}, RICH_USERS, None),
+    ("export_csv", {"table": "cities"}, RICH_CSV, None),
+    (
+        "lookup_user",
+        {"id": 7},
+        {"id": 7, "name": "Ada", "bio": "Wrote programs.\nLikes engines."},
+        None,
+    ),
+]
+INTRO = "Tool output as people read it: a terminal, diffs, code and records:"
+
+
 async def showcase_rich(ctx: RunContext) -> None:
     """docs/rendering.md#rich-output: one call per renderer."""
     step = ctx.assistant()
-    await step.stream("Tool output as people read it: a terminal, diffs, code and records:")
-    edit = {
-        "kind": "edit",
-        "path": "config.toml",
-        "old": "debug = true\nport = 80\n",
-        "new": "debug = false\nport = 8080\n",
-    }
-    plays: list[tuple[str, dict[str, Any], Any, dict[str, Any] | None]] = [
-        ("run_tests", {"command": "pytest -q"}, RICH_TEST_RUN, {"kind": "command", "exit_code": 0}),
-        (
-            "run_command",
-            {"command": "make"},
-            RICH_BUILD_FAILURE,
-            {"kind": "command", "exit_code": 1},
-        ),
-        ("apply_patch", {"input": RICH_PATCH}, "Done. Updated src/greet.py", None),
-        ("git_diff", {"path": "README.md"}, RICH_DIFF, None),
-        ("edit_file", {"path": "config.toml"}, "edited config.toml", edit),
-        (
-            "read_file",
-            {"path": "src/greet.py"},
-            RICH_CODE,
-            {"kind": "file", "path": "src/greet.py"},
-        ),
-        ("query_db", {"sql": "select * from users"}, RICH_USERS, None),
-        ("export_csv", {"table": "cities"}, RICH_CSV, None),
-        (
-            "lookup_user",
-            {"id": 7},
-            {"id": 7, "name": "Ada", "bio": "Wrote programs.\nLikes engines."},
-            None,
-        ),
-    ]
-    calls = [ctx.tool(name, args) for name, args, _, _ in plays]
+    await step.stream(INTRO)
+    calls = [ctx.tool(name, args) for name, args, _, _ in PLAYS]
     await step.complete(tool_calls=calls, tokens=90)
-    for call, (_, _, result, details) in zip(calls, plays, strict=True):
+    for call, (_, _, result, details) in zip(calls, PLAYS, strict=True):
         await ctx.pause()
         await call.start()
         await call.succeed(result, details=details, duration_ms=120)
