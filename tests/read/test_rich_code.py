@@ -40,9 +40,11 @@ def test_g19_file_kind_and_read_tools_with_a_path():
     details = {"kind": "file", "path": "lib/a.rs", "content": "fn main() {}"}
     assert present_rich("anything", {"details": details}, "ok").view.language == "rust"
     assert (
-        present_rich("read_file", {"args": {"path": "a.js"}}, "let a = 1").view.language
+        present_rich("read_file", {"args": {"path": "a.js"}}, "let a = 1\na++").view.language
         == "javascript"
     )
+    # a read tool's one-line result is its status, not the file
+    assert present_rich("read_file", {"args": {"path": "a.py"}}, "ok: 3 lines read").view is None
     # a tool that does not read a file: its result is not the file
     assert present_rich("write_file", {"args": {"path": "a.js"}}, "wrote 3 lines").view is None
 
@@ -59,7 +61,7 @@ def test_g19_secret_in_a_file_is_masked(conversation, feed):
             "r",
             "read_file",
             {"path": "settings.py"},
-            result='API_KEY = "sk-live-abcdefghijklmnop9876"\n',
+            result='import os\nAPI_KEY = "sk-live-abcdefghijklmnop9876"\n',
         )
     )
     message = Message.objects.get(conversation=conversation, role=Role.TOOL, tool_call_id="r")

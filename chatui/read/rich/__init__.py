@@ -126,7 +126,9 @@ def _by_shape(tool_name: str, args: Any, result: Any, content: str, mask: Any) -
         return present_objects(data, content)
     if isinstance(data, dict):
         return present_object(data, content)
-    path = _path_arg(args)
+    # A read tool's one-line result is most often its status ("ok: 12 lines read"), not
+    # the file: it stays inline (G4); `details.kind` `file` says so for one-line files.
+    path = _path_arg(args) if "\n" in content.strip() else None
     if path and _READ_TOOL.search(tool_name) and language_of(path) is not None:
         return present_code(path, content)
     if looks_like_csv(content):

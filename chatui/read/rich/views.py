@@ -110,12 +110,13 @@ class DiffFile(_View):
 
     @cached_property
     def lines_html(self) -> SafeString:
-        """Each line a span with `data-diff-line` = its kind and its numbers (drawn by CSS)."""
+        """Each line a span with `data-diff-line` = its kind and its numbers (drawn by CSS).
+        The line feed is inside the (block) span: outside, it would draw an empty line."""
         return mark_safe(
             "".join(
                 f'<span class="diff-line diff-line--{line.kind}" data-diff-line="{line.kind}"'
                 f' data-old="{_number(line.old)}" data-new="{_number(line.new)}">'
-                f"{conditional_escape(line.sign)}{conditional_escape(line.text)}</span>\n"
+                f"{conditional_escape(line.sign)}{conditional_escape(line.text)}\n</span>"
                 for line in self.lines
             )
         )
@@ -152,7 +153,7 @@ class CodeView(_View):
     def lines_html(self) -> SafeString:
         """Each line a `.code-line` span (its number is a CSS counter)."""
         return mark_safe(
-            "".join(f'<span class="code-line">{_spans(line.spans)}</span>\n' for line in self.lines)
+            "".join(f'<span class="code-line">{_spans(line.spans)}\n</span>' for line in self.lines)
         )
 
 
