@@ -73,7 +73,8 @@ def test_g18_diff_lines_coloured_with_stat_and_patch_not_in_the_call_line(shown)
     patch = entry(shown, "g18p")
     assert patch.locator("[data-tool-call]").inner_text() == "apply_patch(path=docs/notes.md)"
     assert patch.locator("[data-diff-stat]").inner_text() == "+2 −1"
-    assert patch.locator('[data-diff] [data-diff-line="add"]').first.inner_text() == "+" + SCRIPT
+    added_line = patch.locator('[data-diff] [data-diff-line="add"]').first.inner_text()
+    assert added_line.rstrip("\n") == "+" + SCRIPT
     assert entry(shown, "g18e").locator("[data-diff-stat]").inner_text() == "+1 −1"
     # line numbers are drawn by CSS: selecting the text copies no number
     assert added.first.evaluate("el => getComputedStyle(el, '::before').content") == '"2"'
