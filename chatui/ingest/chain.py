@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 #: run's end).
 CHECKPOINT_EVERY = timedelta(minutes=1)
 # Compiled once (chatui.db.prepared): `objects.create` cost P2's batches, which end a run
-# every ~60 events, 7 µs an event (docs/PERFORMANCE.md#p9).
+# every ~60 events, 7 µs an event (docs/PERFORMANCE.md#p9-chain).
 CHECKPOINT_INSERT = PreparedInsert(Checkpoint)
 
 
