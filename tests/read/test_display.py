@@ -111,6 +111,9 @@ EVENTS = [
         "content": "",
         "tool_calls": [{"name": "later", "arguments": "{}"}],
     },
+    # W5: a run the user stopped; its running tool is cancelled, not failed
+    {"type": "agent.tool.started", "tool_call_id": "stopped", "tool_name": "slow", "run_id": "r9"},
+    {"type": "agent.status", "status": "cancelled", "run_id": "r9"},
     {"type": "agent.message.delta", "message_id": "streaming", "delta": "still typing"},
     # docs/rendering.md#rich-output: G17 terminal, G18 a diff and a patch argument, G19 code,
     # G20 records, a key/value list and Details with a text block
