@@ -1,6 +1,11 @@
 """P3: first load of a long conversation — server time, independent of history length.
 
     .venv/bin/python bench/p3_first_load.py [--sizes 200,1000,5000] [--requests 40] [--giant 2500]
+    .venv/bin/python bench/p3_first_load.py --rich --giant 0 --huge 0    # P9
+
+`--rich` (P9): every tool result renders rich (docs/rendering.md#rich-output): the
+read_file call returns a Python file (G19), the other by turns a coloured test run (G17),
+a diff (G18) or 12 records (G20). The first (cold) load of each size is printed too.
 
 Builds one conversation per size through the ingest API in big batches. Each
 agent run is: user.message, status running, step.completed (Markdown prose plus
@@ -20,6 +25,10 @@ And issue 28's case (`--huge 60 --huge-bytes 900000`): one batch of 60 tool resu
 after it are timed apart, with the page's bytes and daphne's RSS before and after; while
 they run, another reader loads the 200-message conversation in a loop, and its times
 say how long other users wait meanwhile.
+
+Why it is long: one script per figure (docs/PERFORMANCE.md), and P3 has four cases that
+share its conversations and its timed loop (the usual runs, the giant batch, issue 28's huge
+results, P9's rich results).
 
 Server time is measured client-side on loopback: from sending the request to
 having the whole body (includes loopback HTTP and httpx, ~1 ms). The daphne CPU
@@ -51,6 +60,56 @@ from common import (
 )
 
 MESSAGES_PER_RUN = 5
+
+# P9 (`--rich`): every tool result renders rich (docs/rendering.md#rich-output) — a Python
+# file highlighted (G19), and by turns a coloured test run (G17), a diff (G18) or records
+# (G20) — each different per run, so none is a copy of another's text.
+RICH_SOURCE = "\n".join(
+    [
+        '"""Module {run}: parsing and checks."""',
+        "",
+        "from dataclasses import dataclass",
+        "",
+        "",
+        "@dataclass",
+        "class Record{run}:",
+        "    name: str",
+        "    size: int = {run}",
+        "",
+        "    def check(self, limit: int = 80) -> bool:",
+        '        """True when the record fits."""',
+        "        return len(self.name) <= limit and self.size >= 0  # bounds",
+        "",
+        "",
+        "def parse(text: str) -> list[Record{run}]:",
+        '    return [Record{run}(part.strip()) for part in text.split(",") if part]',
+    ]
+    * 2
+)
+RICH_TERMINAL = "\n".join(
+    [f"tests/test_m{{run}}.py::test_{i} \x1b[32mPASSED\x1b[0m [{i * 10}%]" for i in range(8)]
+    + ["\x1b[1;32m===== 8 passed in 0.{run}s =====\x1b[0m"]
+)
+RICH_DIFF = (
+    "--- a/src/m{run}.py\n+++ b/src/m{run}.py\n@@ -10,7 +10,8 @@\n context a\n context b\n"
+    "-    return old_{run}(x)\n+    value = new_{run}(x)\n+    return value\n context c\n"
+    " context d\n context e\n"
+)
+
+
+def rich_result(name: str, run: int) -> object:
+    if name == "read_file":
+        return RICH_SOURCE.replace("{run}", str(run))
+    turn = run % 3
+    if turn == 0:
+        return RICH_TERMINAL.replace("{run}", str(run))
+    if turn == 1:
+        return RICH_DIFF.replace("{run}", str(run))
+    return [{"id": run * 100 + i, "name": f"user {i}", "logins": i * run} for i in range(12)]
+
+
+#: Set by `--rich`.
+RICH = False
 
 
 def run_events(conversation_tag: str, run: int) -> list[dict]:
@@ -87,7 +146,7 @@ def run_events(conversation_tag: str, run: int) -> list[dict]:
                 "type": "agent.tool.completed",
                 "run_id": run_id,
                 "tool_call_id": call["id"],
-                "result": TOOL_OUTPUT,
+                "result": rich_result(call["name"], run) if RICH else TOOL_OUTPUT,
                 "duration_ms": 85,
             }
         )
@@ -270,7 +329,14 @@ def main() -> None:
     )
     parser.add_argument("--huge-bytes", type=int, default=900_000, help="bytes per result")
     parser.add_argument("--huge-loads", type=int, default=5, help="page loads, the first cold")
+    parser.add_argument(
+        "--rich",
+        action="store_true",
+        help="P9: every tool result renders rich (code, terminal, diff, records)",
+    )
     args = parser.parse_args()
+    global RICH
+    RICH = args.rich
     sizes = [int(s) for s in args.sizes.split(",")]
 
     print("P3 first load ·", machine_line())
@@ -297,6 +363,7 @@ def main() -> None:
         )
         name, value = cookie.split("=", 1)
         timings = {size: [] for size in sizes}
+        cold: dict[int, tuple[float, float]] = {}  # the first load: nothing presented yet
         cpu = dict.fromkeys(sizes, 0.0)
         shape = {}
         earlier_times, earlier_cpu = [], 0.0
@@ -315,6 +382,8 @@ def main() -> None:
                     spent = cpu_seconds(bench.pid) - before_cpu
                     if response.status_code != 200:
                         raise RuntimeError(f"GET {size}: {response.status_code}")
+                    if round_ == 0:
+                        cold[size] = (took * 1000, spent * 1000)
                     if round_ >= args.warmup:
                         timings[size].append(took * 1000)
                         cpu[size] += spent
@@ -369,6 +438,11 @@ def main() -> None:
                 )
             )
     print(table(["request", *REQUEST_COLUMNS, "messages in HTML", "KiB"], rows))
+    print(
+        "first (cold) load, ms / daphne CPU ms: "
+        + ", ".join(f"{size} msgs {cold[size][0]:.0f} / {cold[size][1]:.0f}" for size in sizes)
+        + (" · rich results (--rich)" if RICH else "")
+    )
     if huge_run:
         print_huge(huge_run, args.huge, args.huge_bytes, min(sizes))
     print(f"load after: {load}")

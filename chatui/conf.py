@@ -59,6 +59,9 @@ DEFAULTS: dict[str, Any] = {
     # carries in a page, together; the rest is fetched on demand (chatui.read.presenters
     # `_bounded`), so a page of a few hundred entries stays a few MB.
     "CHATUI_TOOL_TEXT_INLINE_CHARS": 16 * 1024,
+    # The checkpoints' signing key (chatui.ingest.signing), made on first use
+    # (docs/auditing.md#the-signing-key).
+    "CHATUI_SIGNING_KEY_FILE": "var/signing_key",
 }
 
 

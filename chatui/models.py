@@ -128,6 +128,12 @@ class Conversation(FastLoad):
     # under the same seqs). What a process keeps of the projection between live frames
     # is stamped with it, so a rebuild in another process is seen (chatui.live.tail_cache).
     rebuilds = models.PositiveIntegerField(default=0)
+    # The chain hash of its last event (hex; "" before the first), which the next event's
+    # chains onto (docs/auditing.md#verifying-a-log), and when its log was last signed
+    # (`Checkpoint`). Kept on the row ingest locks and saves anyway: chaining reads nothing
+    # more.
+    chain_hash = models.CharField(max_length=64, blank=True, default="")
+    signed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -165,6 +171,10 @@ class Event(models.Model):
     payload = OrderedJSONField()
     timestamp = models.DateTimeField()
     received_at = models.DateTimeField()
+    # sha256 of the event's canonical form, and sha256(previous chain_hash ‖ content_hash),
+    # both hex, written with the event (chatui.ingest.chain, docs/auditing.md#verifying-a-log).
+    content_hash = models.CharField(max_length=64, default="")
+    chain_hash = models.CharField(max_length=64, default="")
 
     class Meta:
         ordering = ["conversation_id", "seq"]
@@ -209,6 +219,9 @@ class Event(models.Model):
             "payload": source.payload,
             "timestamp": timestamp,
             "received_at": received_at,
+            # Chained by ingest (chatui.ingest.chain) once the row's place is known.
+            "content_hash": "",
+            "chain_hash": "",
         }
         # As `cls(conversation=…, **values)` makes it (the conversation cached as that
         # keyword caches it), by `_bare`: a batch of 100 events made 100 of these.
@@ -219,6 +232,27 @@ class Event(models.Model):
             return cls(conversation=conversation, **values)
         row._state.fields_cache["conversation"] = conversation
         return row
+
+
+class Checkpoint(models.Model):
+    """A signed statement of a conversation's log (docs/auditing.md#the-signing-key): its
+    size (last seq) and chain hash at a time, as a C2SP signed note. Written by ingest, never
+    changed."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="checkpoints"
+    )
+    size = models.PositiveBigIntegerField()
+    chain_hash = models.CharField(max_length=64)
+    signed_at = models.DateTimeField()
+    note = models.TextField()
+
+    class Meta:
+        ordering = ["conversation_id", "size", "id"]
+        indexes = [models.Index(fields=["conversation", "size"])]
+
+    def __str__(self) -> str:
+        return f"checkpoint through #{self.size}"
 
 
 class Role(models.TextChoices):

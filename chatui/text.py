@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 ELLIPSIS = "…"
 ZWSP = "\u200b"
@@ -115,3 +116,8 @@ def is_invisible(char: str) -> bool:
     if code in _EXTRA_INVISIBLE or 0xE0100 <= code <= 0xE01EF:
         return True
     return unicodedata.category(char) in ("Cf", "Cc", "Zl", "Zp")
+
+
+def isoformat(moment: datetime) -> str:
+    """A time as the API writes it: ISO 8601 in UTC, with `Z`."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -46,6 +46,9 @@ api_patterns = [
         approval_views.approval_endpoint,
         name="approval",
     ),
+    # The key that verifies checkpoints, without a token (chatui.server.edge,
+    # docs/auditing.md#the-signing-key).
+    path("keys", api.keys, name="keys"),
     # docs/events.md#otlp: an OpenTelemetry exporter's endpoint is …/api/v1/otlp.
     path("otlp/v1/traces", otlp.otlp_traces, name="otlp-traces"),
     path("otlp/v1/logs", otlp.otlp_logs, name="otlp-logs"),

@@ -299,6 +299,10 @@ CHATUI_AGENT = os.environ.get("CHATUI_AGENT", "demo")
 CHATUI_DEMO_DELAY = app_setting("CHATUI_DEMO_DELAY", float)
 CHATUI_PUBLIC_URL = app_setting("CHATUI_PUBLIC_URL")
 
+# docs/auditing.md#verifying-a-log: the Ed25519 key that signs the logs' checkpoints, made
+# (mode 0600) on first use; never in the database.
+CHATUI_SIGNING_KEY_FILE = os.environ.get("CHATUI_SIGNING_KEY_FILE", str(DATA_DIR / "signing_key"))
+
 # Run workers (docs/deploying.md#run-workers): with CHATUI_RUN_WORKERS=1 a web
 # process only enqueues runs; `manage.py run_worker` processes drive them. A worker
 # touches its runs' heartbeat every HEARTBEAT seconds; a run whose heartbeat is

@@ -4,11 +4,14 @@
 
 Starts its own daphne on a temporary database, posts the showcase events through
 the API, and writes docs/screenshot-{desktop,phone}.png and their dark-scheme twins
-docs/screenshot-{desktop,phone}-dark.png.
+docs/screenshot-{desktop,phone}-dark.png; and the showcase's rich output
+(docs/rendering.md#rich-output: chatui/agents/showcase_rich.py) as
+docs/screenshot-rich.png and docs/screenshot-rich-dark.png.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -19,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import django  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.browser.conftest import CHROMIUM_ARGS  # noqa: E402
@@ -38,6 +42,9 @@ def main() -> None:
             conversation_id = server.new_conversation()
             server.post_events(conversation_id, recent(showcase_events()))
             shoot(server, conversation_id)
+            rich_id = server.new_conversation("Rich output")
+            server.post_events(rich_id, rich_events())
+            shoot(server, rich_id, sizes={"rich": SIZES["desktop"]})
         finally:
             server.stop()
 
@@ -52,11 +59,44 @@ def recent(events: list[dict]) -> list[dict]:
     ]
 
 
-def shoot(server: LiveServer, conversation_id: str) -> None:
+def rich_events() -> list[dict]:
+    """The showcase's rich calls (chatui/agents/showcase_rich.py) as events."""
+    # chatui.agents needs Django set up (its package imports the models); nothing here
+    # touches a database.
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from chatui.agents.showcase_rich import INTRO, PLAYS
+
+    calls = [
+        {"id": f"rich-{n}", "name": name, "args": args}
+        for n, (name, args, _, _) in enumerate(PLAYS)
+    ]
+    events: list[dict] = [
+        {"type": "user.message", "content": "Show me tool output as people read it."},
+        {"type": "agent.step.completed", "content": INTRO, "tool_calls": calls},
+    ]
+    for call, (name, args, result, details) in zip(calls, PLAYS, strict=True):
+        events.append(
+            {
+                "type": "agent.tool.started",
+                "tool_call_id": call["id"],
+                "tool_name": name,
+                "args": args,
+            }
+        )
+        completed = {"type": "agent.tool.completed", "tool_call_id": call["id"], "result": result}
+        events.append(
+            {**completed, "duration_ms": 120, **({"details": details} if details else {})}
+        )
+    return events
+
+
+def shoot(server: LiveServer, conversation_id: str, sizes: dict | None = None) -> None:
     executable = shutil.which("chromium") or "/usr/bin/chromium"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        for (name, (width, height)), (scheme, suffix) in product(SIZES.items(), SCHEMES.items()):
+        chosen = sizes or SIZES
+        for (name, (width, height)), (scheme, suffix) in product(chosen.items(), SCHEMES.items()):
             # bypass_csp only so this script may pin the sticky bars for a full-page shot.
             page = browser.new_page(
                 viewport={"width": width, "height": height}, bypass_csp=True, color_scheme=scheme

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import chatui_client
+import httpx
 
 import chatui.client
 from tests.support.live import ROOT
@@ -64,8 +65,8 @@ def run(*command: str | Path, cwd: Path) -> str:
     return done.stdout
 
 
-def fresh_venv_with_the_client(tmp_path: Path) -> Path:
-    """A new virtualenv with `pip install clients/python`; returns its python."""
+def fresh_venv_with_the_client(tmp_path: Path, extras: str = "") -> Path:
+    """A new virtualenv with `pip install clients/python[extras]`; returns its python."""
     # A copy, so the build leaves no build/ or egg-info behind in the checkout.
     source = shutil.copytree(
         CLIENT_SOURCE, tmp_path / "source", ignore=shutil.ignore_patterns("*.egg-info")
@@ -73,7 +74,8 @@ def fresh_venv_with_the_client(tmp_path: Path) -> Path:
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
     python = venv / "bin" / "python"
-    run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", source, cwd=tmp_path)
+    target = f"{source}[{extras}]" if extras else str(source)
+    run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", target, cwd=tmp_path)
     return python
 
 
@@ -106,3 +108,59 @@ def test_sec9_chatui_client_is_the_packages_reexport():
     assert chatui.client.__all__ == chatui_client.__all__
     for name in chatui_client.__all__:
         assert getattr(chatui.client, name) is getattr(chatui_client, name)
+
+
+def test_v4_chatui_verify_checks_an_export_offline_in_a_venv_without_django(
+    chatui_server, tmp_path
+):
+    """docs/auditing.md#verifying-an-export: an auditor with the client's `verify` extra only
+    (no Django, no server reachable from the check) verifies an events export, and a
+    one-byte change fails it."""
+    python = fresh_venv_with_the_client(tmp_path, extras="verify")
+    names = {
+        package["name"].lower()
+        for package in json.loads(
+            run(python, "-m", "pip", "list", "--format", "json", cwd=tmp_path)
+        )
+    }
+    assert {"rfc8785", "cryptography"} <= names and not names & SERVER_PACKAGES, names
+    with chatui_server.api() as api:
+        conversation = api.post("/conversations", json={"title": "audited"}).json()
+        events = [
+            {"type": "user.message", "content": "Ship it?", "run_id": "r1"},
+            {
+                "type": "agent.tool.started",
+                "tool_call_id": "c1",
+                "tool_name": "ship",
+                "args": {"to": "<prod>"},
+                "run_id": "r1",
+            },
+            {
+                "type": "agent.tool.completed",
+                "tool_call_id": "c1",
+                "result": "shipped",
+                "run_id": "r1",
+            },
+            {"type": "agent.status", "status": "completed", "run_id": "r1"},
+        ]
+        api.post(f"/conversations/{conversation['id']}/events", json=events).raise_for_status()
+        key = httpx.get(chatui_server.url + "/api/v1/keys").json()["keys"][0]["public_key"]
+    export = tmp_path / "events.jsonl"
+    export.write_text(
+        chatui_server.manage(
+            "export_transcript", conversation["id"], "--format", "events", "--reveal-secrets"
+        )
+    )
+    verify = python.parent / "chatui-verify"
+    done = subprocess.run(
+        [verify, export, "--key", key], env=clean_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ok: 4 events, chain holds (4 of 4" in done.stdout
+
+    export.write_bytes(export.read_bytes().replace(b"shipped", b"shipper", 1))  # one byte
+    done = subprocess.run(
+        [verify, export, "--key", key], env=clean_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "fails at seq 3: its content does not match its content hash" in done.stderr

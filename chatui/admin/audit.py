@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from chatui.ingest import signing
 from chatui.models import Conversation, Message
 from chatui.read import presenters, selectors
 from chatui.read.reveal import (
@@ -21,6 +22,7 @@ from chatui.read.reveal import (
     reveal_text,
     revealed_block,
 )
+from chatui.read.verify import verify
 from chatui.text import human_size
 
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
@@ -44,6 +46,10 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_shown": len(window),
         "audit_total": getattr(conversation, "n_messages", len(window)),
         "audit_summary": run_summaries(conversation, window),
+        # A4: the log's verification verdict first, with the key it is checked by
+        # (docs/auditing.md#checking-a-log).
+        "audit_verdict": verify(conversation),
+        "audit_verifier_key": signing.verifier_key(),
         "audit_first_error": first_error_anchor(window),
         "audit_tool_calls": [
             tool_call_row(message, user) for message in window if message.role == "tool"

@@ -25,6 +25,7 @@ from .approval import ask_approval, wait_for_decision
 from .base import AgentError, RunContext, demo_delay, estimate_tokens
 from .planner import Planned, plan_tools, wants
 from .runner import db
+from .showcase_rich import showcase_rich
 from .tools import Sandbox, Toolbox, ToolOutcome
 
 #: (words in the user's message, what the demo does, an example). The order of
@@ -248,7 +249,9 @@ tool entries (R4) and inline statuses (R5).
 inline and block results with truncation (G4), pending entries (G5), errors that open \
 their batch (G6), durations (G7), full JSON on demand (G8), result kinds (G9), stable \
 titles and real output (G10, G11), progress (G12), nesting (G13) and retries (G14).
-3. **Hygiene** — everything escaped, and `@` in tool text can never mention anyone (T1).
+3. **Output as people read it** — terminal colours (G17), diffs and patches (G18), \
+highlighted code (G19), tables and key/value lists (G20).
+4. **Hygiene** — everything escaped, and `@` in tool text can never mention anyone (T1).
 
 The thinking and info lines disappear now that the run is complete (S3); the next run \
 fails on purpose to show the red banner (S2)."""
@@ -354,6 +357,7 @@ async def showcase_main(ctx: RunContext, tb: Toolbox) -> None:
         else:
             await tb.execute_with_retry(call)
 
+    await showcase_rich(ctx)
     await ctx.pause()
     await ctx.info("Tip: open a batch, then “details” for the full arguments and result (G8).")
     await ctx.pause(2)

@@ -490,6 +490,8 @@ class Projector(OtelHandlers, AguiProjection):
         # and the statuses it wrote or created them with.
         self._latest_run: str | None = "" if empty else None
         self._run_statuses: dict[str, str] = {}
+        # A run ended in this call: ingest signs a checkpoint (docs/auditing.md#the-signing-key).
+        self.ended_a_run = False
         self._empty = empty
         self._new: list[Message] = []
         self._dirty: dict[int, Message] = {}
@@ -1214,6 +1216,7 @@ class Projector(OtelHandlers, AguiProjection):
             self._set_status(ConversationStatus.RUNNING)
 
     def _finish_run(self, event: Event, status: str, payload: dict[str, Any]) -> None:
+        self.ended_a_run = True
         if status == ConversationStatus.CANCELLED:
             self._cancel_open_tools(event)
         else:
@@ -1237,6 +1240,7 @@ class Projector(OtelHandlers, AguiProjection):
         `_finish_run` would end each, with their unanswered tools (T2) found in one query
         for all of them rather than three per run (docs/PERFORMANCE.md#p8)."""
         self.flush()
+        self.ended_a_run = True
         by_run = {event.run_id: event for event, _ in ends}
         # A run this call started has no message it did not make: its open tools are
         # among those it holds. Only the runs of earlier calls are read.

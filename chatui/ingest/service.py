@@ -27,7 +27,7 @@ from chatui.access import may_write
 from chatui.db.prepared import Prepared, PreparedInsert, PreparedLookup, PreparedSave
 from chatui.models import Conversation, Event, Message, Run
 
-from . import search_index
+from . import chain, search_index
 from .events import APPROVAL_EVENT_TYPES, NormalisedEvent, parse_events
 from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
 from .values import EventError
@@ -123,7 +123,8 @@ def ingest_normalised(
 EVENT_INSERT = PreparedInsert(Event)
 # With the projector's row counts: still one UPDATE of the conversation row.
 SAVE_CONVERSATION = PreparedSave(
-    Conversation, ["last_seq", "status", "title", "updated_at", *ROW_COUNT_FIELDS]
+    Conversation,
+    ["last_seq", "chain_hash", "signed_at", "status", "title", "updated_at", *ROW_COUNT_FIELDS],
 )
 #: A refused body's conversation, read to answer 404 rather than 400 when its caller may
 #: not post to it (`refuse_before_the_body`).
@@ -188,11 +189,16 @@ def _ingest_once(
             )
             for offset, event in enumerate(fresh, start=1)
         ]
+        # Hashed and chained before they are written, under the row lock that orders the
+        # conversation's writers (docs/auditing.md#verifying-a-log).
+        chained = chain.chain(rows, locked.chain_hash)
         EVENT_INSERT.run(rows)
         projector = Projector(locked)
         projector.apply_all(rows)
         if rows:
-            locked.last_seq = rows[-1].seq
+            locked.last_seq, locked.chain_hash = rows[-1].seq, chained
+            if chain.checkpoint_due(locked, received_at, run_ended=projector.ended_a_run):
+                chain.sign_checkpoint(locked, received_at)
             SAVE_CONVERSATION.run(locked)
             if locked.title != indexed_title:
                 search_index.index_title(locked)
@@ -206,6 +212,7 @@ def _ingest_once(
                 )
     conversation.last_seq, conversation.status = locked.last_seq, locked.status
     conversation.title = locked.title
+    conversation.chain_hash, conversation.signed_at = locked.chain_hash, locked.signed_at
     # So a caller's later save() of its copy cannot write stale counts back.
     for name in ROW_COUNT_FIELDS:
         setattr(conversation, name, getattr(locked, name))

@@ -33,6 +33,11 @@
     A stored number that ingest would not accept today (a row from before the
     limits of chatui.ingest.events) is left out, never a failed export.
   Times are unix nanoseconds as decimal strings, ids lowercase hex (OTLP/JSON).
+
+Why it is long: three export formats, each a contract of its own read by other tools (the
+OTLP mapping alone is half), and the events export's proof
+(docs/auditing.md#verifying-an-export) must be written beside the lines it proves; split,
+the formats would share their masking across modules.
 """
 
 from __future__ import annotations
@@ -48,9 +53,10 @@ from typing import IO, Any
 from django.db.models import Max, Min
 from django.utils.dateparse import parse_datetime
 
+from chatui.ingest.chain import event_content
 from chatui.ingest.dialects import agui
 from chatui.ingest.values import MAX_DURATION_MS, MAX_TOKENS, contract_number
-from chatui.models import Conversation, Event, Message, Role, Run, ToolStatus
+from chatui.models import Checkpoint, Conversation, Event, Message, Role, Run, ToolStatus
 from chatui.secrets import MASKED_ROLES, mask_text, mask_value, masked_fields
 
 from .outcomes import outcome_of
@@ -148,10 +154,56 @@ def export_messages(conversation: Conversation, *, reveal: bool = False) -> dict
 def export_events(conversation: Conversation, *, reveal: bool = False) -> Iterator[dict[str, Any]]:
     """The event log in seq order, each event as a runtime would post it; tool
     secrets masked unless `reveal` (the log itself keeps what was sent)."""
+    for _, data in _exported_events(conversation, reveal=reveal):
+        yield data
+
+
+def _exported_events(
+    conversation: Conversation, *, reveal: bool
+) -> Iterator[tuple[Event, dict[str, Any]]]:
     events = Event.objects.filter(conversation=conversation).order_by("seq")
     for event in events.iterator(chunk_size=1000):
         data = event_to_input(event)
-        yield data if reveal else masked_event(data)
+        yield event, data if reveal else masked_event(data)
+
+
+#: The key of an exported event's proof, and of a checkpoint's line
+#: (docs/auditing.md#verifying-an-export):
+#: `import_transcript --format chatui` drops both.
+PROOF_KEY = "chatui_proof"
+CHECKPOINT_KEY = "chatui_checkpoint"
+
+
+def export_proven_events(
+    conversation: Conversation, *, reveal: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The events export's lines (docs/auditing.md#verifying-an-export): each event as
+    `export_events` gives it, with its proof — its seq, type, ids and time as the events API
+    serves them, its content and chain hashes, which of the line's keys are not its payload
+    (`envelope`), and whether the line is `masked` (then its content hash cannot be
+    recomputed from it) —
+    then the conversation's signed checkpoints up to the last exported event, one a line.
+    `chatui-verify` checks such a file offline (chatui_client.verify)."""
+    last = 0
+    for event, data in _exported_events(conversation, reveal=reveal):
+        content = event_content(event)
+        proof = {
+            "seq": event.seq,
+            "type": event.type,
+            "event_id": event.event_id,
+            "run_id": content["run_id"],
+            "timestamp": content["timestamp"],
+            "envelope": [key for key in data if key not in event.payload],
+            "content_hash": event.content_hash,
+            "chain_hash": event.chain_hash,
+        }
+        if not reveal and data != event_to_input(event):
+            proof["masked"] = True
+        last = event.seq
+        yield {**data, PROOF_KEY: proof}
+    checkpoints = Checkpoint.objects.filter(conversation=conversation, size__lte=last)
+    for checkpoint in checkpoints.order_by("size", "id"):
+        yield {CHECKPOINT_KEY: {"size": checkpoint.size, "note": checkpoint.note}}
 
 
 # -- OpenTelemetry --------------------------------------------------------------
@@ -474,8 +526,8 @@ def iter_export(conversation: Conversation, format: str, *, reveal: bool = False
         document = export_messages(conversation, reveal=reveal)
         yield json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     elif format == "events":
-        for event in export_events(conversation, reveal=reveal):
-            yield json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+        for line in export_proven_events(conversation, reveal=reveal):
+            yield json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
     elif format == "otlp":
         yield (
             json.dumps(export_otlp(conversation, reveal=reveal), indent=2, ensure_ascii=False)

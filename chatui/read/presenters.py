@@ -76,6 +76,9 @@ from chatui.text import (
 from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .markdown import render_markdown
 from .outcomes import Outcome, outcome_of
+from .rich import NOTHING, present_details, present_rich
+from .rich.ansi import plain as plain_terminal_text
+from .rich.views import DetailsView, DiffView, RichView
 from .windows import BATCH_WINDOW, PENDING, BatchHead
 
 # -- limits (docs/rendering.md#g3, #g4, #g12) ------------------------------------------------
@@ -279,6 +282,12 @@ class ToolEntryView(TemplateView):
     args_deferred: bool = False  # Copy args fetches the args
     # W4: what this entry counts as on every surface (chatui.read.outcomes)
     outcome: Key = Outcome.PENDING
+    # docs/rendering.md#rich-output (chatui.read.rich): the result as people read it, shown
+    # instead of the G4 block; a patch argument's diff; G18's "+12 −3"; G20's Details.
+    rich: RichView | None = None
+    args_diff: DiffView | None = None
+    diff_stat: Text | None = None
+    details_view: DetailsView | None = None
 
     @property
     def is_running(self) -> bool:
@@ -316,7 +325,9 @@ class ToolEntryView(TemplateView):
     def inline_result(self) -> ResultView | None:
         """G4: the result shown after the call line (`call → text`); not on errors."""
         result = self.result
-        return result if result is not None and result.inline and not self.is_error else None
+        if result is None or not result.inline or self.is_error or self.rich is not None:
+            return None
+        return result
 
     @property
     def block_result(self) -> ResultView | None:
@@ -535,8 +546,9 @@ def truncate_block(
 
 
 def present_result(text: str) -> ResultView | None:
-    """G4: None when there is nothing to show (never an empty box)."""
-    text = _normalise_text(text)
+    """G4: None when there is nothing to show (never an empty box). G17: escape codes are
+    never shown, not even where the text is not rendered as a terminal (too long)."""
+    text = _normalise_text(plain_terminal_text(text))
     if not text.strip():
         return None
     size = human_size(len(text.encode()))
@@ -727,6 +739,11 @@ def present_kind(details: Any, call: str = "") -> KindView | None:
 
 def _details_json(meta: dict[str, Any]) -> str | None:
     """G8: full args and full result (and error, details), pretty-printed."""
+    payload = _details_payload(meta)
+    return neutralise(pretty_json(payload)) if payload else None
+
+
+def _details_payload(meta: dict[str, Any]) -> dict[str, Any]:
     payload: dict[str, Any] = {}
     if meta.get("args") not in (None, {}, [], ""):  # a queued call with no args: no empty toggle
         payload["args"] = meta["args"]
@@ -738,9 +755,7 @@ def _details_json(meta: dict[str, Any]) -> str | None:
         payload["error"] = meta["tool_error"]
     if "details" in meta:
         payload["details"] = meta["details"]
-    if not payload:
-        return None
-    return neutralise(pretty_json(payload))
+    return payload
 
 
 def _retry_line(meta: dict[str, Any], title: str) -> str | None:
@@ -762,6 +777,8 @@ def _live_fields(meta: dict[str, Any]) -> dict[str, Any]:
     if fraction is not None:
         fraction = float(fraction)
     output = meta.get("output")
+    # G17: a running command's live tail shows no escape code, its progress bar as it stands
+    output = plain_terminal_text(output) if isinstance(output, str) else output
     tail, arrow = split_output(output) if isinstance(output, str) else (None, None)
     message = meta.get("progress_message")
     line = message.strip() if isinstance(message, str) and message.strip() else arrow
@@ -842,7 +859,8 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
 def _text_size(entry: ToolEntryView) -> int:
     full = entry.result.full_text if entry.result is not None else None
     texts = (entry.args_text, entry.details_json, entry.error, entry.call_line, full)
-    return sum(len(text) for text in texts if text)
+    rich = sum(view.chars for view in (entry.rich, entry.args_diff) if view is not None)
+    return sum(len(text) for text in texts if text) + rich
 
 
 def _present_entry(
@@ -872,7 +890,20 @@ def _present_entry(
     status = ToolStatus.ERROR if is_error else status
     title = neutralise(humanise_tool_name(message.tool_name))
     error_text = (meta.get("tool_error") or content or failure) if is_error else None
-    call = neutralise(call_line(message.tool_name, meta.get("args"), meta.get("args_summary")))
+    # docs/rendering.md#rich-output: from the masked text (T3 first, then render); a patch
+    # argument is named by its path in the call line (G18).
+    rich = NOTHING
+    if status not in PENDING:
+        rich = present_rich(
+            message.tool_name,
+            meta,
+            content,
+            error=error_text,
+            whole=long is None,
+            mask_secrets=display.mask_secrets,
+        )
+    args = meta.get("args") if rich.call_args is None else rich.call_args
+    call = neutralise(call_line(message.tool_name, args, meta.get("args_summary")))
     # The display text of docs/events.md#canonical-messages is `content`; nothing is shown until the
     # tool ends (G5).
     if status in PENDING or status == ToolStatus.CANCELLED:
@@ -894,6 +925,8 @@ def _present_entry(
             message, result, details, args_text, shows_result=not is_error, whole=details_size
         )
     started = message.timestamp
+    # G20: the Details with multi-line strings as text blocks (only when shown whole)
+    shows_blocks = details is not None and "details_size" not in left_out and "\\n" in details
     return ToolEntryView(
         dom_id=message.dom_id,
         pk=message.pk,
@@ -927,6 +960,10 @@ def _present_entry(
         failure=failure,
         approval=present_approval(message, meta),
         outcome=outcome_of(message.tool_status, message.metadata),
+        rich=rich.view,
+        args_diff=rich.args_diff,
+        diff_stat=rich.diff_stat,
+        details_view=present_details(_details_payload(meta)) if shows_blocks else None,
         **left_out,
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
@@ -982,6 +1019,7 @@ def _long_result(head: str, text: str) -> ResultView:
     bytes. The whole is beyond the page's inline bound: fetched on demand (G16)."""
     if head.endswith("\r"):  # maybe half of a "\r\n": the line ends in the next character
         head = head[:-1]
+    head = plain_terminal_text(head)  # G17: no escape code shown
     lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # not stripped: cut
     shown = "\n".join(lines[:RESULT_BLOCK_LINES])
     size = human_size(_utf8_size(text))

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from chatui.ingest.chain import event_content
 from chatui.ingest.dialects import agui
 from chatui.models import Conversation, Event, Message
-
-
-def isoformat(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+from chatui.text import isoformat
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -40,14 +37,9 @@ def conversation_to_dict(conversation: Conversation) -> dict[str, Any]:
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "type": event.type,
-        "event_id": event.event_id,
-        "run_id": event.run_id or None,
-        "timestamp": isoformat(event.timestamp),
-        "payload": event.payload,
-    }
+    """An event as the events API serves it: what its content hash is of
+    (docs/auditing.md#the-canonical-form)."""
+    return event_content(event)
 
 
 def event_to_input(event: Event) -> dict[str, Any]:

@@ -61,6 +61,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 API_PREFIX = "/api/"
+#: API paths served without a token: the public key that verifies checkpoints
+#: (docs/auditing.md#the-signing-key).
+PUBLIC_API_PATHS = frozenset({"/api/v1/keys"})
 #: The OTLP receiver (docs/events.md#otlp): its refusals are a google.rpc.Status.
 OTLP_PREFIX = "/api/v1/otlp/"
 #: Where the edge leaves the request's `ApiToken` for `chatui.web.api.api_view`.
@@ -83,9 +86,13 @@ class Route:
     api: bool = False
 
 
+def needs_token(path: str) -> bool:
+    return path.startswith(API_PREFIX) and path not in PUBLIC_API_PATHS
+
+
 def route_for(path: str) -> Route:
     """The rule for a percent-decoded request path (as daphne hands it to Django)."""
-    if path.startswith(API_PREFIX):
+    if needs_token(path):
         return Route(settings.CHATUI_MAX_REQUEST_BYTES, api=True)
     try:
         view = resolve(path).view_name
@@ -180,7 +187,7 @@ class EdgeMiddleware:
         if scope["type"] != "http" or scope.get(SCOPE_CHECKED):
             return await self.app(scope, receive, send)
         headers = scope["headers"]
-        if scope["path"].startswith(API_PREFIX):
+        if needs_token(scope["path"]):
             authorization = header(headers, b"authorization") or b""
             credential = bearer_credential(authorization.decode("latin-1"))
             token = await token_for_async(credential) if credential else None
@@ -277,7 +284,7 @@ class GuardedRequest(WebRequest):
     def gotLength(self, length: int | None) -> None:
         super().gotLength(length)
         path = unquote(self.channel._path.split(b"?", 1)[0].decode("latin-1"))
-        api = path.startswith(API_PREFIX)
+        api = needs_token(path)
         if length == 0 and not api:
             return  # no body: nothing to limit
         self.route = route_for(path)

@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from chatui.ingest import approvals
+from chatui.ingest import approvals, signing
 from chatui.ingest import conversations as services
 from chatui.ingest.dialects import agui
 from chatui.ingest.service import ingest, refuse_before_the_body
@@ -258,6 +258,21 @@ def conversation_events(request: HttpRequest, conversation_id) -> JsonResponse:
             "last_seq": conversation.last_seq,
             "has_more": bool(events) and events[-1].seq < conversation.last_seq,
         }
+    )
+
+
+@csrf_exempt
+def keys(request: HttpRequest) -> JsonResponse:
+    """The public key checkpoints are signed with, in C2SP's verifier-key form
+    (`chatui-verify --key`, docs/auditing.md#the-signing-key), to anyone: it proves, it
+    grants nothing."""
+    if request.method != "GET":
+        response = error(f"method {request.method[:20]} is not allowed; use GET", 405)
+        response["Allow"] = "GET"
+        return response
+    signer = signing.signer()
+    return JsonAnswer(
+        {"keys": [{"name": signer.name, "algorithm": "ed25519", "public_key": signer.verifier_key}]}
     )
 
 

@@ -28,7 +28,7 @@ from chatui.ingest.service import ingest
 from chatui.live import frames
 from chatui.models import ApiToken, Conversation, Event, Message
 from chatui.read import reveal
-from chatui.read.exporters import export_events, export_messages, export_otlp
+from chatui.read.exporters import export_messages, export_otlp, export_proven_events
 from chatui.read.selectors import messages_of
 from chatui.read.serializers import message_to_dict
 from chatui.text import neutralise
@@ -670,8 +670,11 @@ def test_export_action_downloads_one_file_for_one_conversation(
         assert json.loads(body) == json.loads(json.dumps(export_messages(weather)))
     elif action == "export_events":
         lines = [json.loads(line) for line in body.splitlines()]
-        assert lines == json.loads(json.dumps(list(export_events(weather))))
-        assert [line["type"] for line in lines] == [e["type"] for e in weather_events()]
+        # Each event with its proof, then the signed checkpoints
+        # (docs/auditing.md#verifying-an-export).
+        assert lines == json.loads(json.dumps(list(export_proven_events(weather))))
+        events = [line for line in lines if "chatui_proof" in line]
+        assert [line["type"] for line in events] == [e["type"] for e in weather_events()]
     else:
         assert json.loads(body) == json.loads(json.dumps(export_otlp(weather)))
 
@@ -690,7 +693,7 @@ def test_export_action_zips_several_conversations(auditor_client, corpus):
         ]
         build_lines = archive.read(names[1]).decode().splitlines()
     assert [json.loads(line) for line in build_lines] == json.loads(
-        json.dumps(list(export_events(build)))
+        json.dumps(list(export_proven_events(build)))
     )
 
 

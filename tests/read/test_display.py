@@ -111,7 +111,32 @@ EVENTS = [
         "content": "",
         "tool_calls": [{"name": "later", "arguments": "{}"}],
     },
+    # W5: a run the user stopped; its running tool is cancelled, not failed
+    {"type": "agent.tool.started", "tool_call_id": "stopped", "tool_name": "slow", "run_id": "r9"},
+    {"type": "agent.status", "status": "cancelled", "run_id": "r9"},
     {"type": "agent.message.delta", "message_id": "streaming", "delta": "still typing"},
+    # docs/rendering.md#rich-output: G17 terminal, G18 a diff and a patch argument, G19 code,
+    # G20 records, a key/value list and Details with a text block
+    *[
+        event
+        for call, name, args, result in (
+            ("g17", "run_tests", {}, "\x1b[32mPASSED\x1b[0m @bob\nok"),
+            (
+                "g18",
+                "apply_patch",
+                {"patch": "*** Begin Patch\n*** Update File: a.py\n-x\n+y"},
+                "Done",
+            ),
+            ("g18r", "git_diff", {}, "--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-a\n+b"),
+            ("g19", "read_file", {"path": "src/app.py"}, "def f():\n    return 1\n"),
+            ("g20", "query", {}, [{"id": n, "name": f"@bob{n}"} for n in range(52)]),
+            ("g20o", "lookup", {}, {"bio": "line 1\nline 2", **{f"k{n}": n for n in range(50)}}),
+        )
+        for event in (
+            {"type": "agent.tool.started", "tool_call_id": call, "tool_name": name, "args": args},
+            {"type": "agent.tool.completed", "tool_call_id": call, "result": result},
+        )
+    ],
 ]
 
 

@@ -97,7 +97,16 @@ def test_export_messages_is_the_conversation_and_its_seed_000_messages(recorded)
 def test_export_events_is_one_event_per_line_in_seq_order(recorded):
     lines = export_text(recorded, "events").split("\n")
     assert lines[-1] == ""  # every line ends with a newline
-    events = [json.loads(line) for line in lines[:-1]]
+    lines = [json.loads(line) for line in lines[:-1]]
+    # Each event carries its proof; the signed checkpoints follow the events
+    # (docs/auditing.md#verifying-an-export).
+    events = [
+        {key: value for key, value in line.items() if key != "chatui_proof"}
+        for line in lines
+        if "chatui_proof" in line
+    ]
+    assert [line["chatui_proof"]["seq"] for line in lines[:21]] == list(range(1, 22))
+    assert all("chatui_checkpoint" in line for line in lines[21:]) and lines[21:]
     assert [e["event_id"] for e in events] == [f"rec-{n:02d}" for n in range(1, 22)]
     assert events[0] == {
         "type": "user.message",

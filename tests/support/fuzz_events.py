@@ -50,6 +50,14 @@ TRICKY_TEXT = st.sampled_from(
         "\r\n\r\n",
         "sk-abcdefghijklmnopqrstuvwxyz123456",
         "https://user:pass@example.com/x",
+        # docs/rendering.md#rich-output's shapes, hostile: G17 ANSI, G18 diffs, G20 CSV/JSON
+        "\x1b[1;31m<script>alert(1)</script>\x1b[0m\x1b]0;t\x07\r50%\r\x1b[38;2;9;9;9m",
+        "\x1b[38;5;999;48;2;300;-1mx\x1b[\x1b]8;;",
+        "--- a/x\n+++ b/x\n@@ -1,2 +1,99 @@\n-<img src=x onerror=alert(1)>\n+@here\n",
+        "*** Begin Patch\n*** Update File: <b>.py\n@@\n-a\n+<script>\n*** End Patch",
+        'a,b,"c\n1,<script>x</script>,3\n4,5,6\n7,8,9',
+        '[{"a": 1, "b": "<i>x</i>"}, {"a": "sk-abcdefghijklmnopqrstuvwxyz123456"}]',
+        '{"text": "line 1\nline 2", "token": "abc"}',
     ]
 )
 
@@ -81,7 +89,10 @@ scalar = st.none() | st.booleans() | number | text
 
 
 KEYS = st.sampled_from(
-    ["kind", "path", "command", "exit_code", "url", "status_code", "text", "details", "token"]
+    [
+        *("kind", "path", "command", "exit_code", "url", "status_code", "text", "details"),
+        *("token", "diff", "old", "new", "content", "input", "patch", "file_path"),
+    ]
 )
 
 
@@ -122,7 +133,8 @@ contract_object = st.dictionaries(
         | st.booleans()
         | st.integers()
         | st.floats(allow_nan=False, allow_infinity=False)
-        | st.sampled_from(["file", "command", "fetch", "subagent", "custom"])
+        | st.sampled_from(["file", "command", "fetch", "subagent", "custom", "diff", "edit"])
+        | st.sampled_from(["a.py", "Makefile", "x.rs", "<b>.js"])
         | contract_text,
         lambda children: (
             st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=3)
@@ -167,7 +179,14 @@ GOOD: dict[str, st.SearchStrategy] = {
     "result_preview": contract_text,
     "args": contract_object,
     "details": contract_object,
-    "result": contract_object | contract_text | st.integers() | st.none(),
+    "result": contract_object
+    | contract_text
+    | st.integers()
+    | st.none()
+    # G20: an array of flat objects (a table)
+    | st.lists(
+        st.dictionaries(KEYS, st.none() | st.integers() | contract_text, max_size=3), max_size=3
+    ),
     "tool_calls": st.lists(tool_call, max_size=3),
     "duration_ms": st.integers(0, MAX_DURATION_MS) | st.floats(0, MAX_DURATION_MS),
     "tokens": st.integers(0, MAX_TOKENS),

@@ -124,6 +124,11 @@ class LiveServer:
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "PYTHONUNBUFFERED": "1",
             "CHATUI_DEMO_DELAY": "0.05",  # visible streaming, quick tests
+            # The runtime client of this checkout, as the tests import it (pyproject's
+            # pythonpath): the server uses its chatui_client.proof.
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH")])
+            ),
             **self.extra_env,
         }
 
