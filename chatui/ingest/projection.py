@@ -815,7 +815,7 @@ class Projector(OtelHandlers, AguiProjection):
             position__lt=message.position,
         ).order_by("-position")[:RETRY_LOOKBACK]
         for row in rows:
-            earlier = self._messages.get(row.message_id) or row
+            earlier = self._held_tool(row)
             before = earlier.metadata
             if (
                 before.get(RETRIED_KEY) is not True
@@ -824,7 +824,6 @@ class Projector(OtelHandlers, AguiProjection):
                 and before.get("args_summary") == meta.get("args_summary")
             ):
                 before[RETRIED_KEY] = True
-                self._messages[row.message_id] = earlier
                 self._save(earlier, event)
                 self._count_tools(-1, -1)  # it was counted as a call and a failure
                 return
@@ -1262,8 +1261,7 @@ class Projector(OtelHandlers, AguiProjection):
                 tool_status__in=OPEN,
             )
         for row in sorted(pending, key=lambda message: message.position):
-            message = self._messages.get(row.message_id) or row
-            self._messages[row.message_id] = message
+            message = self._held_tool(row)
             if message.tool_status in OPEN:
                 message.metadata["no_result_recorded"] = True
                 self._save(message, by_run[row.run_id])
@@ -1287,20 +1285,34 @@ class Projector(OtelHandlers, AguiProjection):
         pending = UNANSWERED_TOOLS.all(pk=self.conversation.pk, run_id=event.run_id)
         for row in pending:
             # The instance this projector already holds, so no stale copy overwrites it.
-            message = self._messages.get(row.message_id) or row
-            self._messages[row.message_id] = message
+            message = self._held_tool(row)
             if message.tool_status not in OPEN:
                 continue
             message.metadata["no_result_recorded"] = True
             self._save(message, event)
+
+    def _held_tool(self, row: Message) -> Message:
+        """The instance of tool `row` this projector already holds (by message id or by
+        call id), else `row`, now held under both: a later event of the same call in
+        this ingest then changes this instance, so no stale copy overwrites it (and the
+        row counts follow the row as written)."""
+        message = self._messages.get(row.message_id)
+        if message is None and row.tool_call_id:
+            by_call = self._tools.get(row.tool_call_id)
+            if by_call is not None and by_call.message_id == row.message_id:
+                message = by_call
+        message = message or row
+        self._messages[row.message_id] = message
+        if row.tool_call_id and self._tools.get(row.tool_call_id) is None:
+            self._tools[row.tool_call_id] = message
+        return message
 
     def _cancel_open_tools(self, event: Event) -> None:
         """W5: a stopped run's queued and running tools never ran to an end: `cancelled`
         (muted, not failures), however they were left."""
         self.flush()
         for row in UNANSWERED_TOOLS.all(pk=self.conversation.pk, run_id=event.run_id):
-            message = self._messages.get(row.message_id) or row
-            self._messages[row.message_id] = message
+            message = self._held_tool(row)
             if message.tool_status not in OPEN:
                 continue
             message.tool_status = ToolStatus.CANCELLED

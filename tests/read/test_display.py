@@ -103,6 +103,9 @@ EVENTS = [
         "tool_name": "rm",
         "reason": "waits",
     },
+    # W4: an expired request, counted apart from denied ones
+    {"type": "agent.tool.approval_requested", "tool_call_id": "x", "tool_name": "rm"},
+    {"type": "tool.approval", "tool_call_id": "x", "decision": "expired"},
     # Issue 28: texts beyond the page's bound are left out; the Details say their size
     {"type": "agent.tool.started", "tool_call_id": "big", "tool_name": "cat"},
     {"type": "agent.tool.completed", "tool_call_id": "big", "result": "x\n" * 10_000},

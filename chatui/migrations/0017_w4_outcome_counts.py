@@ -65,7 +65,7 @@ def fill_counts(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chatui", "0015_w5_cancelled_status"),
+        ("chatui", "0016_event_chain"),
     ]
 
     operations = [
