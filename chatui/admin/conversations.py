@@ -29,6 +29,7 @@ from chatui.read.exporters import EXPORT_FORMATS, export_text
 from chatui.read.outcomes import row_counts
 from chatui.read.reveal import reveal_invisible
 from chatui.read.selectors import message_count, with_outcome_counts
+from chatui.templatetags.chatui_icons import svg as icon_svg
 
 from .approvals import HasApprovalsFilter, approval_decisions
 from .audit import audit_context
@@ -158,8 +159,9 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         """docs/rendering.md#time-travel: the log played back, and the page as of any event
         (`?at=`)."""
         return format_html(
-            '<a href="{}" data-admin-replay>▶ Replay</a> · <a href="{}?at={}">As of event {}</a>',
+            '<a href="{}" data-admin-replay>{} Replay</a> · <a href="{}?at={}">As of event {}</a>',
             reverse("chatui:replay", args=[obj.pk]),
+            icon_svg("play"),  # W7
             obj.get_absolute_url(),
             obj.last_seq,
             obj.last_seq,

@@ -305,18 +305,18 @@ class ToolEntryView(TemplateView):
     @property
     def icon(self) -> str:
         """The head's mark (G5, G6, docs/rendering.md#approvals, [001] skipped, T2), by
-        precedence."""
+        precedence: a W7 icon's name (chatui/icons/, `{% icon %}`)."""
         if self.is_error:
-            return "✖"
+            return "circle-x"
         if self.status == "denied":
-            return "⛔"
+            return "ban"
         if self.status == "awaiting_approval":
-            return "✋"
+            return "hand"
         if self.is_pending:
-            return "⏳"
+            return "hourglass"
         if self.is_skipped or self.no_result or self.is_cancelled:
-            return "–"
-        return "✓"
+            return "minus"
+        return "check"
 
     # What the template tests, each one name: a live frame renders entries one by one
     # and every name in a condition costs a template lookup (docs/PERFORMANCE.md#p2).
@@ -1573,7 +1573,7 @@ def _batch_view(
         dom_id=f"b-{start_pk}",  # the first top-level entry's pk: stable as the batch grows
         entries=entries,
         count=count,
-        title=f"🔧 {count} tool calls" if count > 1 else entries[0].title,
+        title=f"{count} tool calls" if count > 1 else entries[0].title,
         has_error=outcomes.failed > 0,
         failed_count=outcomes.failed,
         failed_text=_counted(outcomes.failed, "failed"),

@@ -31,6 +31,7 @@ from chatui.read import reveal
 from chatui.read.exporters import export_messages, export_otlp, export_proven_events
 from chatui.read.selectors import messages_of
 from chatui.read.serializers import message_to_dict
+from chatui.templatetags.chatui_icons import ICONS
 from chatui.text import neutralise
 from tests.support.fixtures import FIXTURES
 from tests.support.hostile import hostile_events
@@ -51,6 +52,8 @@ ADMIN_SVG_CLASSES = {
     "theme-icon-when-light",
     "base-svgs",
 }
+#: chatui's own W7 icons (chatui/icons/): no text of a transcript can make one.
+OUR_ICON_CLASSES = {f"icon icon--{path.stem}" for path in ICONS.glob("*.svg")}
 RLO = "\u202e"
 ZWSP = "\u200b"
 ZWJ = "\u200d"
@@ -202,7 +205,7 @@ def assert_inert(html: str) -> None:
                 problems.append(f"{tag} {name}={value}")
         if tag in {"iframe", "style", "object", "embed", "base"}:
             problems.append(tag)
-        if tag == "svg" and attrs.get("class") not in ADMIN_SVG_CLASSES:
+        if tag == "svg" and attrs.get("class") not in ADMIN_SVG_CLASSES | OUR_ICON_CLASSES:
             problems.append(f"svg {attrs}")
         if tag == "script" and not (attrs.get("src") or "").startswith(("/static/", "/admin/")):
             problems.append(f"script {attrs}")

@@ -103,7 +103,7 @@ def test_sec13_deny_with_a_note(chatui_server, open_page):
     card.locator("[data-deny]").click()
     expect(card).to_have_attribute("data-status", "denied", timeout=5000)
     expect(card.locator("[data-approval-decision]")).to_have_text("Denied by e2e: too risky")
-    expect(card.locator(".tool-icon")).to_have_text("⛔")
+    expect(card.locator(".tool-icon .icon--ban")).to_have_count(1)  # W7
     expect(page.locator("[data-batch-denied]")).to_have_text("1 denied")
     assert page.locator("[data-batch-failed]").count() == 0
     answer = long_poll(chatui_server, conversation_id, "d1", wait=0)

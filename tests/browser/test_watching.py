@@ -213,7 +213,7 @@ def test_g15_a_404_fetch_and_an_exit_2_command_are_failures(chatui_server, watch
     for call in ("f1", "c1"):
         entry = page.locator(f'[data-tool-call-id="{call}"]')
         expect(entry).to_have_attribute("data-status", "error")
-        expect(entry.locator(".tool-icon")).to_have_text("✖")
+        expect(entry.locator(".tool-icon .icon--circle-x")).to_have_count(1)  # W7
     batch, summary = summary_of(page, "f1")
     expect(batch).to_have_attribute("data-has-error", "")
     expect(summary.locator("[data-batch-failed]")).to_have_text("2 failed")
@@ -308,3 +308,44 @@ def test_g16_more_lines_expands_without_javascript(chatui_server, browser, auth_
         assert "line 20" in page.locator("[data-tool-full-text]").inner_text()
     finally:
         context.close()
+
+
+def test_w4_page_list_and_rail_count_the_same_outcomes(chatui_server, watching):
+    """docs/rendering.md#w4: a recovered retry, a failure, a denial, an expiry and a Stop
+    read the same on the page's batch summaries, the rail row and the list row."""
+    page, cid = watching()
+    ask = {"type": "agent.tool.approval_requested", "tool_name": "delete_file", "run_id": "live"}
+    post(
+        chatui_server,
+        cid,
+        started("t1", "flaky", args={"q": 1}, attempt=1, max_attempts=3),
+        completed("t1", error="timeout"),
+        started("t2", "flaky", args={"q": 1}, attempt=2, max_attempts=3),
+        completed("t2", result="ok"),
+        started("f1", "fetch"),
+        completed("f1", error="<b>boom</b>"),
+        {**ask, "tool_call_id": "d1"},
+        {**ask, "tool_call_id": "e1", "timeout_s": 1},
+        started("s1", "sleep"),
+    )
+    card = page.locator('[data-tool-call-id="d1"]')
+    card.locator("[data-deny]").click()
+    expect(card).to_have_attribute("data-status", "denied", timeout=5000)
+    page.wait_for_timeout(1500)  # e1's deadline passes; the next read records the expiry
+    post(chatui_server, cid, {"type": "agent.status", "status": "cancelled", "run_id": "live"})
+    page.reload()
+    expect(page.locator('[data-tool-call-id="e1"]')).to_have_attribute("data-status", "denied")
+
+    def total(attribute: str) -> int:
+        texts = page.locator(f"[data-tool-batch] > summary [{attribute}]").all_inner_texts()
+        return sum(int(text.split()[0]) for text in texts)
+
+    counts = {
+        name: total(f"data-batch-{name}") for name in ("failed", "denied", "expired", "cancelled")
+    }
+    assert counts == {"failed": 1, "denied": 1, "expired": 1, "cancelled": 1}
+    expected = "5 tools · 1 failed · 1 denied · 1 expired · 1 cancelled"
+    rail = page.locator(f"#row-{cid} [data-row-counts]")
+    expect(rail).to_have_text(expected)
+    page.goto(f"{chatui_server.url}/")
+    expect(page.locator(f"#row-{cid} [data-row-counts]")).to_have_text(expected)

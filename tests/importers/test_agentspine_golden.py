@@ -103,7 +103,7 @@ def test_agentspine_golden_files_hold_what_the_issue_asks():
     as1 = golden_path("as1_builtin_tools", ".txt").read_text()
     assert "assistant: notes.txt has 15 lines; the build failed with exit code 3." in as1
     assert "call: run_cmd(command=echo building; echo oops >&2; exit 3)" in as1
-    assert "- [error] ✖ Read File" in final_part(as1)
+    assert "- [error] Read File" in final_part(as1)  # W7: the icon is an SVG, no text
     as3 = golden_path("as3_progress_long_result", ".txt").read_text()
     assert "progress line: compiling 3 modules" in as3 and "progress: 50%" in as3
     assert "preview: preview — the runtime sent 200 characters" in as3

@@ -128,7 +128,7 @@ def test_w5_a_stopped_run_renders_muted_cancelled_entries_and_no_banner(client, 
     assert 'data-status="cancelled"' in running
     assert "data-tool-cancelled>cancelled</span>" in running
     assert "data-copy-output" not in running  # nothing ran to an end: nothing to copy
-    assert 'visually-hidden">failed' not in running and "✖" not in running
+    assert 'visually-hidden">failed' not in running and "icon--circle-x" not in running
     assert "data-tool-pending" not in running and "data-elapsed" not in running
     assert 'data-status="cancelled"' in entry_html(html, "c3")
     # Hostile names and output are escaped, never markup.

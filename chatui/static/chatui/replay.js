@@ -122,7 +122,9 @@
   function setPlaying(on) {
     playing = on;
     clearTimeout(timer);
-    playButton.textContent = on ? "❚❚ Pause" : "▶ Play";
+    // W7: both labels (with their SVG icons) are in the button; one shows.
+    playButton.querySelector("[data-replay-paused]").hidden = on;
+    playButton.querySelector("[data-replay-playing]").hidden = !on;
     playButton.setAttribute("aria-pressed", on ? "true" : "false");
     if (on) bar.setAttribute("data-playing", "");
     else bar.removeAttribute("data-playing");
