@@ -109,7 +109,8 @@ def test_r5_status_lines(shown):
         .strip()
         .endswith("Build cache is cold")
     )
-    assert "Agent stopped: end_turn" in shown.inner_text('[data-status-type="continuation"]')
+    # W6 (docs/rendering.md#w6): the run's normal end (`end_turn`) adds no line
+    assert shown.locator('[data-status-type="continuation"]').count() == 0
 
 
 def test_g1_batches_collapse_and_count(fresh):
