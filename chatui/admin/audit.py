@@ -22,6 +22,7 @@ from chatui.read.reveal import (
     revealed_block,
 )
 from chatui.text import human_size
+from chatui.web.note_views import note_context
 
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
 from .timeline import first_error_anchor, run_summaries
@@ -36,7 +37,10 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
     items = presenters.present_transcript(window, display=SHOW_INVISIBLE)
     scope = f"?{ConversationFilter.parameter_name}={conversation.pk}"
     user = request.user
+    # A4 (docs/sharing.md#notes): the notes at the top, the same partial as the page's.
+    notes_form_url = reverse("admin:chatui_conversation_notes", args=[conversation.pk])
     return {
+        **note_context(request, conversation, notes_form_url),
         "subtitle": reveal_text(str(conversation)),
         "audit_title": reveal_invisible(str(conversation)),
         "audit_items": items,
