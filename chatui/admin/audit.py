@@ -40,7 +40,7 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
     # A4 (docs/sharing.md#notes): the notes at the top, the same partial as the page's.
     notes_form_url = reverse("admin:chatui_conversation_notes", args=[conversation.pk])
     return {
-        **note_context(request, conversation, notes_form_url),
+        **note_context(request, conversation, notes_form_url, shown=reveal_text),
         "subtitle": reveal_text(str(conversation)),
         "audit_title": reveal_invisible(str(conversation)),
         "audit_items": items,

@@ -7,6 +7,7 @@ the type (chatui.ingest.events.SERVER_ONLY_TYPES)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -82,11 +83,14 @@ def _require_target(conversation: Conversation, target: dict[str, str]) -> None:
         )
 
 
-def note_targets(conversation: Conversation, limit: int = 300) -> list[tuple[str, str]]:
+def note_targets(
+    conversation: Conversation, limit: int = 300, shown: Callable[[str], str] = str
+) -> list[tuple[str, str]]:
     """The choices of the page's and the admin's note form: (value, label) for the
-    conversation's runs and its latest tool calls, `kind:id` as the value."""
+    conversation's runs and its latest tool calls, `kind:id` as the value; `shown` makes
+    each label's ids and names readable (the admin shows invisible characters)."""
     choices = [
-        (f"run_id:{run_id}", f"Run {run_id}")
+        (f"run_id:{run_id}", shown(f"Run {run_id}"))
         for run_id in Run.objects.filter(conversation=conversation)
         .order_by("started_seq")
         .values_list("run_id", flat=True)[:limit]
@@ -97,7 +101,7 @@ def note_targets(conversation: Conversation, limit: int = 300) -> list[tuple[str
         .order_by("-position")
         .values_list("tool_call_id", "tool_name")[:limit]
     )
-    choices += [(f"tool_call_id:{call}", f"Tool {name} ({call})") for call, name in tools]
+    choices += [(f"tool_call_id:{call}", shown(f"Tool {name} ({call})")) for call, name in tools]
     return choices
 
 

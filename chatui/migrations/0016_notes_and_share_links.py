@@ -5,8 +5,13 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+#: docs/sharing.md: the auditor group annotates, and views every note and share link.
+GRANTED = ["annotate", "view_note", "view_sharelink"]
+
+
 def grant_annotate(apps, schema_editor):
-    """docs/sharing.md#notes: the auditor group may annotate (chatui.annotate)."""
+    """docs/sharing.md#notes: the auditor group may annotate (chatui.annotate), and
+    see the admin's lists of notes and share links."""
     from django.contrib.auth.management import create_permissions
 
     alias = schema_editor.connection.alias
@@ -18,18 +23,22 @@ def grant_annotate(apps, schema_editor):
         app_config.models_module = None
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
-    annotate = Permission.objects.using(alias).get(
-        content_type__app_label="chatui", codename="annotate"
+    granted = list(
+        Permission.objects.using(alias).filter(
+            content_type__app_label="chatui", codename__in=GRANTED
+        )
     )
+    if len(granted) != len(GRANTED):
+        raise RuntimeError(f"permissions missing for the auditor group: {GRANTED}")
     for group in Group.objects.using(alias).filter(name="auditor"):
-        group.permissions.add(annotate)
+        group.permissions.add(*granted)
 
 
 def revoke_annotate(apps, schema_editor):
     Permission = apps.get_model("auth", "Permission")
     Permission.objects.using(schema_editor.connection.alias).filter(
         content_type__app_label="chatui", codename="annotate"
-    ).delete()
+    ).delete()  # the views of the new models go with their models
 
 
 class Migration(migrations.Migration):

@@ -4,6 +4,7 @@ writes the `audit.note` event through ingest."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages as flash
@@ -22,15 +23,20 @@ from chatui.read.notes import LABEL_NAMES, present_notes
 from .api import api_view, error, read_json
 
 
-def note_context(request: HttpRequest, conversation: Conversation, form_url: str) -> dict:
+def note_context(
+    request: HttpRequest,
+    conversation: Conversation,
+    form_url: str,
+    shown: Callable[[str], str] = str,
+) -> dict:
     """What chatui/_notes.html needs: the notes (if the reader may see them) and, for
-    an annotator, the form's choices."""
+    an annotator, the form's choices (their labels through `shown`)."""
     context: dict[str, Any] = {"notes_shown": notes.notes_shown_to(request.user, conversation)}
     if context["notes_shown"]:
         context["notes"] = present_notes(conversation)
     if notes.can_annotate(request.user, conversation):
         context["note_form_url"] = form_url
-        context["note_targets"] = notes.note_targets(conversation)
+        context["note_targets"] = notes.note_targets(conversation, shown=shown)
         context["note_labels"] = list(LABEL_NAMES.items())
     return context
 
