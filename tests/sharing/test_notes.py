@@ -218,3 +218,16 @@ def test_notes_unauthenticated_page_post_redirects_to_login(shared):
     answer = Client().post(f"/c/{shared.pk}/notes", {"target": "run_id:r1", "text": "x"})
     assert answer.status_code == 302 and "login" in answer["Location"]
     assert not Note.objects.exists()
+
+
+def test_notes_time_travel_and_replay_past_a_note_still_render(shared, auditor, user):
+    """Moments are projected in scratch tables (chatui.read.replay): a note among the
+    events replayed projects there as in the live tables."""
+    note = add_note(shared, auditor, {"target": {"run_id": "r1"}, "text": "checked"})
+    owner = client_for(user)
+    for seq in (note.seq, note.seq - 1):
+        answer = owner.get(shared.get_absolute_url(), {"at": seq})
+        assert answer.status_code == 200
+        assert "Deploy it" in answer.content.decode()
+    assert owner.get(f"/c/{shared.pk}/replay").status_code == 200
+    assert Note.objects.filter(conversation=shared).count() == 1
