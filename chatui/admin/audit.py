@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 
 from chatui.models import Conversation, Message
 from chatui.read import presenters, selectors
+from chatui.read.notes import by_target
 from chatui.read.reveal import (
     SHOW_INVISIBLE,
     pretty_json,
@@ -37,10 +38,19 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
     items = presenters.present_transcript(window, display=SHOW_INVISIBLE)
     scope = f"?{ConversationFilter.parameter_name}={conversation.pk}"
     user = request.user
-    # A4 (docs/sharing.md#notes): the notes at the top, the same partial as the page's.
+    # A4 (docs/sharing.md#notes): the notes at the top, the same partial as the page's,
+    # and each tool call's notes beside it in the tool calls' table.
     notes_form_url = reverse("admin:chatui_conversation_notes", args=[conversation.pk])
+    notes = note_context(request, conversation, notes_form_url, shown=reveal_text)
+    noted = by_target(notes.get("notes", []))
+    tool_calls = []
+    for message in window:
+        if message.role == "tool":
+            row = tool_call_row(message, user)
+            row["notes"] = noted.get(("tool_call_id", message.tool_call_id), [])
+            tool_calls.append(row)
     return {
-        **note_context(request, conversation, notes_form_url, shown=reveal_text),
+        **notes,
         "subtitle": reveal_text(str(conversation)),
         "audit_title": reveal_invisible(str(conversation)),
         "audit_items": items,
@@ -49,9 +59,7 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_total": getattr(conversation, "n_messages", len(window)),
         "audit_summary": run_summaries(conversation, window),
         "audit_first_error": first_error_anchor(window),
-        "audit_tool_calls": [
-            tool_call_row(message, user) for message in window if message.role == "tool"
-        ],
+        "audit_tool_calls": tool_calls,
         "audit_events_url": (
             reverse("admin:chatui_event_changelist") + scope
             if user.has_perm("chatui.view_event")

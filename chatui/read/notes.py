@@ -23,6 +23,8 @@ LABEL_NAMES = {
 @dataclass(frozen=True)
 class NoteView:
     seq: int
+    target_kind: str  # "tool_call_id", "message_id" or "run_id"
+    target_id: str
     target: str  # "tool call c1"
     anchor: str | None  # "#m-12": the target's element in the transcript, when shown
     text: str
@@ -39,6 +41,8 @@ def present_notes(conversation: Conversation) -> list[NoteView]:
     return [
         NoteView(
             seq=note.seq,
+            target_kind=note.target_kind,
+            target_id=note.target_id,
             target=f"{TARGET_NAMES.get(note.target_kind, note.target_kind)} {note.target_id}",
             anchor=anchors.get((note.target_kind, note.target_id)),
             text=note.text,
@@ -50,6 +54,14 @@ def present_notes(conversation: Conversation) -> list[NoteView]:
         )
         for note in notes
     ]
+
+
+def by_target(notes: list[NoteView]) -> dict[tuple[str, str], list[NoteView]]:
+    """(kind, id) → the notes on that target, in seq order: to show them beside it."""
+    found: dict[tuple[str, str], list[NoteView]] = {}
+    for note in notes:
+        found.setdefault((note.target_kind, note.target_id), []).append(note)
+    return found
 
 
 def _anchors(conversation: Conversation, notes: list[Note]) -> dict[tuple[str, str], str]:

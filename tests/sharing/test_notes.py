@@ -231,3 +231,15 @@ def test_notes_time_travel_and_replay_past_a_note_still_render(shared, auditor, 
         assert "Deploy it" in answer.content.decode()
     assert owner.get(f"/c/{shared.pk}/replay").status_code == 200
     assert Note.objects.filter(conversation=shared).count() == 1
+
+
+def test_notes_show_beside_their_tool_call_in_the_admin_escaped(shared, auditor):
+    add_note(
+        shared, auditor, {"target": {"tool_call_id": "c1"}, "text": HOSTILE, "label": "unsafe"}
+    )
+    html = client_for(auditor).get(f"/admin/chatui/conversation/{shared.pk}/change/")
+    html = html.content.decode()
+    row = html[html.index("data-audit-tool-call=") :]
+    row = row[: row.index("</tr>")]
+    assert "data-target-notes" in row and 'data-note-label="unsafe"' in row
+    assert "<script>" not in row and "&lt;script&gt;" in row
