@@ -17,7 +17,7 @@ from chatui.access import can_view
 from chatui.models import Conversation, Message, Note, Role, Run
 
 from .events import NOTE_TARGETS, normalise_event
-from .service import ingest_normalised
+from .service import ingest
 from .values import EventError
 
 ANNOTATE = "chatui.annotate"
@@ -54,7 +54,8 @@ def add_note(conversation: Conversation, user: AbstractBaseUser, body: Any) -> N
             field=unknown[0][:80],
         )
     raw = {key: body[key] for key in NOTE_FIELDS if body.get(key) not in (None, "")}
-    event = normalise_event({"type": "audit.note", **raw, "author": user.get_username()[:200]})
+    raw = {"type": "audit.note", **raw, "author": user.get_username()[:200]}
+    event = normalise_event(raw)  # checked here first: the target must exist
     _require_target(conversation, event.payload["target"])
     refers_to = event.payload.get("refers_to")
     if (
@@ -62,7 +63,7 @@ def add_note(conversation: Conversation, user: AbstractBaseUser, body: Any) -> N
         and not Note.objects.filter(conversation=conversation, seq=refers_to).exists()
     ):
         raise EventError(f"no note at seq {refers_to} in this conversation", field="refers_to")
-    result = ingest_normalised(conversation, [event])
+    result = ingest(conversation, raw)  # the one way in: the log, its seq, its projection
     return Note.objects.get(conversation=conversation, seq=result.last_seq)
 
 
