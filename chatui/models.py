@@ -4,6 +4,10 @@
 `Message` and `Run` rows are a projection of them (docs/events.md#architecture):
 `chatui.ingest.service` is the only code that writes them, and `reproject` can rebuild them at any
 time.
+
+Why it is long: every model of the app in one module, where Django looks for them and a
+reader expects them; each class is short, and splitting them into a package would only
+add imports.
 """
 
 from __future__ import annotations
