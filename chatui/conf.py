@@ -52,6 +52,9 @@ DEFAULTS: dict[str, Any] = {
     "CHATUI_MOMENT_WORKERS": 1,
     "CHATUI_MOMENT_WAIT_SECONDS": 2.0,
     "CHATUI_MOMENT_CACHE_MB": 128,
+    # docs/sharing.md: notes shown read-only on the owner's page; a share link's default life.
+    "CHATUI_NOTES_VISIBLE_TO_OWNER": True,
+    "CHATUI_SHARE_DEFAULT_DAYS": 7,
     # Transcript imports (docs/events.md#importers).
     "CHATUI_IMPORT_MAX_BYTES": 32 * 1024 * 1024,
     "CHATUI_IMPORT_MAX_EVENTS": 100_000,

@@ -4,6 +4,10 @@
 `Message` and `Run` rows are a projection of them (docs/events.md#architecture):
 `chatui.ingest.service` is the only code that writes them, and `reproject` can rebuild them at any
 time.
+
+Why it is long: every model of the app in one module, where Django looks for them and a
+reader expects them; each class is short, and splitting them into a package would only
+add imports.
 """
 
 from __future__ import annotations
@@ -147,6 +151,8 @@ class Conversation(FastLoad):
         permissions = [
             ("ingest_any", "Can post events to any user's conversation"),
             ("approve_tool", "Can approve or deny a tool call in any conversation they can see"),
+            # docs/sharing.md#notes: auditors' notes (the auditor group has it).
+            ("annotate", "Can add an auditor's note to a conversation they can see"),
         ]
 
     def __str__(self) -> str:
@@ -436,3 +442,81 @@ class ApiToken(models.Model):
         raw = "chatui_" + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, key_hash=hash_token(raw), prefix=raw[:14])
         return token, raw
+
+
+class Note(models.Model):
+    """An auditor's note (docs/sharing.md#notes), projected from its `audit.note` event:
+    the event is the record (in the log, never edited); this row lets the admin filter
+    by label and the pages show notes beside their targets without reading the log."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="notes")
+    #: The seq of its `audit.note` event: one row per event, whatever re-projects it.
+    seq = models.PositiveBigIntegerField()
+    #: "tool_call_id", "message_id" or "run_id", and that id.
+    target_kind = models.CharField(max_length=16)
+    target_id = models.CharField(max_length=200)
+    text = models.TextField()
+    label = models.CharField(max_length=32, blank=True)
+    #: The seq of the note this one corrects.
+    refers_to = models.PositiveBigIntegerField(null=True, blank=True)
+    author = models.CharField(max_length=150, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["conversation_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="note_seq_unique"),
+        ]
+        indexes = [models.Index(fields=["label", "conversation"])]
+
+    def __str__(self) -> str:
+        return f"note #{self.seq} on {self.target_kind} {self.target_id}"
+
+
+class ShareLink(models.Model):
+    """A read-only link to one conversation for anyone who has it (docs/sharing.md#links).
+    Only the sha256 of its 128-bit token is stored; the token is shown once."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="share_links"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
+    )
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    #: Calls and outcomes only: no tool arguments, results, output or errors' text.
+    hide_tool_io = models.BooleanField(default=False)
+    open_count = models.PositiveIntegerField(default=0, editable=False)
+    last_opened_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"share of {self.conversation_id} by {self.created_by_id}"
+
+    @classmethod
+    def issue(
+        cls,
+        conversation: Conversation,
+        user: Any,
+        *,
+        expires_at: datetime,
+        hide_tool_io: bool = False,
+    ) -> tuple[ShareLink, str]:
+        """Create a link; the raw token (128 random bits) is returned once, never stored."""
+        raw = secrets.token_urlsafe(16)
+        link = cls.objects.create(
+            conversation=conversation,
+            created_by=user,
+            token_hash=hash_token(raw),
+            expires_at=expires_at,
+            hide_tool_io=hide_tool_io,
+        )
+        return link, raw
+
+    def is_active(self, now: datetime) -> bool:
+        return self.revoked_at is None and self.expires_at > now

@@ -5,7 +5,17 @@ are the project's (config/urls.py)."""
 
 from django.urls import include, path, re_path
 
-from chatui.web import api, approval_views, health, otlp, replay_views, tool_text_views, views
+from chatui.web import (
+    api,
+    approval_views,
+    health,
+    note_views,
+    otlp,
+    replay_views,
+    share_views,
+    tool_text_views,
+    views,
+)
 
 #: One conversation's pages, under c/<conversation_id>/.
 conversation_pages = [
@@ -18,6 +28,10 @@ conversation_pages = [
     path("at/<str:at>", replay_views.moment_fragment, name="moment"),
     path("replay", replay_views.replay_page, name="replay"),
     path("tools/<int:message_pk>/approval", approval_views.decide_from_page, name="decide-tool"),
+    # docs/sharing.md: an auditor's note, the owner's share links.
+    path("notes", note_views.add_note_from_page, name="add-note"),
+    path("shares", share_views.create_from_page, name="create-share"),
+    path("shares/<int:link_pk>/revoke", share_views.revoke_from_page, name="revoke-share"),
     # A tool entry's texts beyond the page's bound (presenters.TEXT_PARTS), on demand.
     re_path(
         r"^tools/(?P<message_pk>[0-9]{1,18})/(?P<part>output|details|args)$",
@@ -31,6 +45,8 @@ page_patterns = [
     path("new/", views.new_conversation, name="new-conversation"),
     path("showcase", views.showcase, name="showcase"),
     path("c/<uuid:conversation_id>/", include(conversation_pages)),
+    # docs/sharing.md#links: a share link, read-only and without an account.
+    path("s/<str:token>/", share_views.shared_page, name="shared"),
 ]
 
 api_patterns = [
@@ -49,6 +65,17 @@ api_patterns = [
     # The key that verifies checkpoints, without a token (chatui.server.edge,
     # docs/auditing.md#the-signing-key).
     path("keys", api.keys, name="keys"),
+    path(
+        "conversations/<uuid:conversation_id>/notes",
+        note_views.notes_endpoint,
+        name="conversation-notes",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/shares",
+        share_views.shares_endpoint,
+        name="conversation-shares",
+    ),
+    path("shares/<int:link_pk>", share_views.share_detail, name="share"),
     # docs/events.md#otlp: an OpenTelemetry exporter's endpoint is …/api/v1/otlp.
     path("otlp/v1/traces", otlp.otlp_traces, name="otlp-traces"),
     path("otlp/v1/logs", otlp.otlp_logs, name="otlp-logs"),

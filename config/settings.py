@@ -235,6 +235,9 @@ CHATUI_MAX_INGEST_SOCKETS_PER_TOKEN = int(app_setting("CHATUI_MAX_INGEST_SOCKETS
 # Approval long polls (docs/events.md#approvals) one user may have waiting in one server process
 # (429).
 CHATUI_MAX_LONG_POLLS_PER_USER = int(app_setting("CHATUI_MAX_LONG_POLLS_PER_USER"))
+# docs/sharing.md: auditors' notes on the owner's page; a share link's default expiry.
+CHATUI_NOTES_VISIBLE_TO_OWNER = env_bool("CHATUI_NOTES_VISIBLE_TO_OWNER", True)
+CHATUI_SHARE_DEFAULT_DAYS = int(app_setting("CHATUI_SHARE_DEFAULT_DAYS"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

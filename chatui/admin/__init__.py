@@ -19,6 +19,8 @@ deleted from the admin.
 One module per model admin; base.py holds what they share (AuditAdmin: the
 stylesheet and read-only permissions), audit.py the conversation audit page.
 - Events, messages, runs: read-only, payload and metadata pretty-printed.
+- Auditors' notes and share links (notes.py, docs/sharing.md): notes are added from the
+  audit page as `audit.note` events through ingest; links are listed, never their tokens.
 - API tokens: listed without their hashes; superusers may revoke (delete) them.
   Tokens are created with `manage.py create_api_token`.
 
@@ -31,10 +33,10 @@ Untrusted text is escaped everywhere: whatever is marked safe here is built by
 
 from django.contrib import admin
 
-from . import conversations, events, messages, runs, tokens
+from . import conversations, events, messages, notes, runs, tokens
 
 admin.site.site_header = "chatui audit"
 admin.site.site_title = "chatui audit"
 admin.site.index_title = "Transcripts and their event logs"
 
-__all__ = ["admin", "conversations", "events", "messages", "runs", "tokens"]
+__all__ = ["admin", "conversations", "events", "messages", "notes", "runs", "tokens"]

@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString
 from chatui.ingest import signing
 from chatui.models import Conversation, Message
 from chatui.read import presenters, selectors
+from chatui.read.notes import by_target
 from chatui.read.reveal import (
     SHOW_INVISIBLE,
     pretty_json,
@@ -24,6 +25,7 @@ from chatui.read.reveal import (
 )
 from chatui.read.verify import verify
 from chatui.text import human_size
+from chatui.web.note_views import note_context
 
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
 from .timeline import first_error_anchor, run_summaries
@@ -38,7 +40,19 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
     items = presenters.present_transcript(window, display=SHOW_INVISIBLE)
     scope = f"?{ConversationFilter.parameter_name}={conversation.pk}"
     user = request.user
+    # A4 (docs/sharing.md#notes): the notes at the top, the same partial as the page's,
+    # and each tool call's notes beside it in the tool calls' table.
+    notes_form_url = reverse("admin:chatui_conversation_notes", args=[conversation.pk])
+    notes = note_context(request, conversation, notes_form_url, shown=reveal_text)
+    noted = by_target(notes.get("notes", []))
+    tool_calls = []
+    for message in window:
+        if message.role == "tool":
+            row = tool_call_row(message, user)
+            row["notes"] = noted.get(("tool_call_id", message.tool_call_id), [])
+            tool_calls.append(row)
     return {
+        **notes,
         "subtitle": reveal_text(str(conversation)),
         "audit_title": reveal_invisible(str(conversation)),
         "audit_items": items,
@@ -51,9 +65,7 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_verdict": verify(conversation),
         "audit_verifier_key": signing.verifier_key(),
         "audit_first_error": first_error_anchor(window),
-        "audit_tool_calls": [
-            tool_call_row(message, user) for message in window if message.role == "tool"
-        ],
+        "audit_tool_calls": tool_calls,
         "audit_events_url": (
             reverse("admin:chatui_event_changelist") + scope
             if user.has_perm("chatui.view_event")

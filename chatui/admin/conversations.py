@@ -36,12 +36,13 @@ from .audit import audit_context
 from .base import VIEW_SECRETS, AuditAdmin
 from .filters import HasErrorsFilter, ToolNameFilter
 from .imports import ImportViewMixin
+from .notes import HasNotesFilter, NoteLabelFilter, NoteViewMixin
 from .reveal import RevealViewMixin
 from .timeline import exact_time
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
+class ConversationAdmin(ImportViewMixin, RevealViewMixin, NoteViewMixin, AuditAdmin):
     list_display = (
         "title_shown",
         "owner",
@@ -56,6 +57,8 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
         "status",
         HasErrorsFilter,
         HasApprovalsFilter,
+        HasNotesFilter,
+        NoteLabelFilter,
         ToolNameFilter,
         ("owner", admin.RelatedOnlyFieldListFilter),
     )
@@ -251,6 +254,11 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, AuditAdmin):
                 "import/",
                 self.admin_site.admin_view(self.import_view),
                 name="{}_{}_import".format(*info),
+            ),
+            path(
+                "<path:object_id>/notes/",
+                self.admin_site.admin_view(require_POST(self.note_view)),
+                name="{}_{}_notes".format(*info),
             ),
             path(
                 "<path:object_id>/reveal/<int:message_pk>/",

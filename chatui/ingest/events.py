@@ -32,6 +32,7 @@ from chatui.ingest.dialects.sessions import SESSION_SCHEMAS
 
 from .values import (
     MAX_ID_CHARS,
+    MAX_SEQ,
     Checker,
     EventError,
     anything,
@@ -67,8 +68,38 @@ STATUSES = ("thinking", "running", "info", "completed", "failed", "cancelled")
 APPROVAL_DECISIONS = ("approved", "denied", "expired")
 DEFAULT_APPROVAL_TIMEOUT_S = 600
 MAX_APPROVAL_TIMEOUT_S = 7 * 24 * 60 * 60
-#: Written only by chatui itself (chatui.ingest.approvals): a runtime posting one gets 400.
-SERVER_ONLY_TYPES = ("tool.approval",)
+#: Written only by chatui itself (chatui.ingest.approvals, chatui.ingest.notes): a runtime
+#: posting one gets 400, saying who writes it and how to ask for it.
+SERVER_ONLY_TYPES: dict[str, str] = {
+    "tool.approval": (
+        "'tool.approval' is written by chatui when a person decides; a runtime cannot "
+        "post it (ask with 'agent.tool.approval_requested', then wait with "
+        "GET …/approvals/{tool_call_id}?wait=30)"
+    ),
+    "audit.note": (
+        "'audit.note' is written by chatui when an auditor annotates; a runtime cannot "
+        "post it (an auditor posts notes with POST …/conversations/{id}/notes)"
+    ),
+}
+#: docs/events.md#notes: an auditor's verdict on a tool call, a message or a run.
+NOTE_LABELS = ("ok", "wrong_result", "unsafe", "policy_violation", "needs_review")
+NOTE_TARGETS = ("tool_call_id", "message_id", "run_id")
+
+
+def note_target(value: Any) -> str | None:
+    """An `audit.note` target: an object naming exactly one of NOTE_TARGETS by its id."""
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in NOTE_TARGETS:
+        return "must be an object with exactly one of " + ", ".join(NOTE_TARGETS)
+    problem = id_string(next(iter(value.values())))
+    return f"id {problem}" if problem else None
+
+
+def positive_seq(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_SEQ:
+        return "must be the seq of an earlier note (a whole number from 1)"
+    return None
+
+
 #: A request for a person's decision, and the decision: announced on commit
 #: (chatui.ingest.service.approval_events_committed) for their deadlines and their long polls.
 APPROVAL_EVENT_TYPES = ("agent.tool.approval_requested", "tool.approval")
@@ -159,6 +190,16 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "message_id": (id_string, True),
         "delta": (string, True),
         "encrypted": (boolean, False),
+    },
+    # docs/events.md#notes: an auditor's note (SERVER_ONLY_TYPES: never from a runtime).
+    # Appended, never edited: a correction is a new note whose `refers_to` is the seq of
+    # the note it corrects. `author` is the auditor's username, set by chatui.
+    "audit.note": {
+        "target": (note_target, True),
+        "text": (nonempty_string, True),
+        "label": (one_of(*NOTE_LABELS), False),
+        "refers_to": (positive_seq, False),
+        "author": (short_name, False),
     },
 }
 # AgentSpine's logged types are validated like native ones (dialects.agentspine), and so
@@ -261,13 +302,7 @@ def refuse_server_only(events: list[NormalisedEvent]) -> None:
                 field="event_id",
             )
         if event.type in SERVER_ONLY_TYPES:
-            raise EventError(
-                f"'{event.type}' is written by chatui when a person decides; a runtime cannot "
-                "post it (ask with 'agent.tool.approval_requested', then wait with "
-                "GET …/approvals/{tool_call_id}?wait=30)",
-                index=event.index,
-                field="type",
-            )
+            raise EventError(SERVER_ONLY_TYPES[event.type], index=event.index, field="type")
 
 
 def normalise_event(

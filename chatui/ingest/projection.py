@@ -43,6 +43,7 @@ from chatui.models import (
     ConversationStatus,
     Event,
     Message,
+    Note,
     Role,
     Run,
     SecretReveal,
@@ -1183,6 +1184,28 @@ class Projector(OtelHandlers, AguiProjection):
     def _on_session_record(self, event: Event, payload: dict[str, Any]) -> None:
         """docs/events.md#sessions: a session file's record the page does not show, kept
         in the log only (reasoning that says nothing, or a sub-agent's, among them)."""
+
+    def _on_audit_note(self, event: Event, payload: dict[str, Any]) -> None:
+        """docs/events.md#notes: an auditor's note becomes a Note row (no message: the
+        transcript's texts are the agent's). Re-projection keeps the rows it already
+        made: one per seq, the conflict ignored."""
+        (kind, target_id), *_ = payload["target"].items()
+        Note.objects.bulk_create(
+            [
+                Note(
+                    conversation_id=self.conversation.pk,
+                    seq=event.seq,
+                    target_kind=kind,
+                    target_id=target_id,
+                    text=payload["text"],
+                    label=payload.get("label", ""),
+                    refers_to=payload.get("refers_to"),
+                    author=payload.get("author", ""),
+                    at=event.timestamp,
+                )
+            ],
+            ignore_conflicts=True,
+        )
 
     # -- runs ---------------------------------------------------------------
 

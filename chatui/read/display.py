@@ -55,6 +55,10 @@ class Display:
 
     mask_secrets: bool = True
     transform: Transform | None = None
+    #: A share link's "hide tool inputs and outputs" (docs/sharing.md#links): tool
+    #: entries show calls and outcomes only (chatui.sharing.without_tool_io strips the
+    #: messages; this keeps such entries apart in the presenters' cache).
+    hide_tool_io: bool = False
 
     def message_text(
         self, role: str, metadata: dict[str, Any], content: str

@@ -1,5 +1,8 @@
 """Transcript exports (docs/events.md#exports). Read-only: plain queries, never a write.
 
+Why it is long: three formats (messages, events, OTLP) that must agree on masking, and
+OTLP's mapping of runs, tools, approvals and notes onto spans, read in one place.
+
 - `messages`: the canonical seed-000 JSON, `{"conversation": {...}, "messages": [...]}`.
 - `events`:   the raw event log as JSONL, one event per line in seq order, each
   as a runtime would post it (`event_to_input`); `import_transcript --format
@@ -27,6 +30,8 @@
     run's `agent.step.completed` `tokens`: chatui's event contract carries one
     count, not OTel's input/output split); and `chatui.*` for what has no
     convention (run id and status, tool status, args summary, duration).
+  * auditors' notes (docs/sharing.md#notes): `gen_ai.evaluation.result` span events of the
+    tool's or the run's span (label, text, author, seq).
   * tool approval (docs/events.md#approvals): the request and the decision are span events of the
     tool's span, `chatui.tool.approval_requested` (reason) and `chatui.tool.approval`
     (decision, decided_by, note), at the times the server recorded them.
@@ -56,7 +61,7 @@ from django.utils.dateparse import parse_datetime
 from chatui.ingest.chain import event_content
 from chatui.ingest.dialects import agui
 from chatui.ingest.values import MAX_DURATION_MS, MAX_TOKENS, contract_number
-from chatui.models import Checkpoint, Conversation, Event, Message, Role, Run, ToolStatus
+from chatui.models import Checkpoint, Conversation, Event, Message, Note, Role, Run, ToolStatus
 from chatui.secrets import MASKED_ROLES, mask_text, mask_value, masked_fields
 
 from .outcomes import outcome_of
@@ -148,7 +153,25 @@ def export_messages(conversation: Conversation, *, reveal: bool = False) -> dict
     return {
         "conversation": conversation_to_dict(conversation),
         "messages": [shown(message) for message in messages_of(conversation)],
+        # docs/sharing.md#notes: the auditors' notes, each with its target.
+        "notes": [note_to_dict(note) for note in _notes_of(conversation)],
     }
+
+
+def note_to_dict(note: Note) -> dict[str, Any]:
+    return {
+        "seq": note.seq,
+        "target": {note.target_kind: note.target_id},
+        "text": note.text,
+        "label": note.label or None,
+        "refers_to": note.refers_to,
+        "author": note.author,
+        "at": note.at.isoformat(),
+    }
+
+
+def _notes_of(conversation: Conversation) -> list[Note]:
+    return list(Note.objects.filter(conversation=conversation).order_by("seq"))
 
 
 def export_events(conversation: Conversation, *, reveal: bool = False) -> Iterator[dict[str, Any]]:
@@ -275,15 +298,19 @@ def export_otlp(conversation: Conversation, *, reveal: bool = False) -> dict[str
     tokens = _tokens_by_run(conversation)
     started, completed = _tool_times(conversation)
 
+    notes = _note_events(conversation)
     spans: list[dict[str, Any]] = []
     for run_id, (first, last) in spans_by_run.items():
         run_tools = [tool for tool in tools if tool.run_id == run_id]
         if not run_id and not run_tools:
             continue  # events outside any run and without tools: nothing to trace
-        spans.append(_run_span(conversation_id, run_id, first, last, runs.get(run_id), tokens))
+        span = _run_span(conversation_id, run_id, first, last, runs.get(run_id), tokens)
+        spans.append(_with_events(span, notes.get(("run_id", run_id), [])))
         keys = {tool.tool_call_id: _tool_key(tool) for tool in run_tools if tool.tool_call_id}
         for tool in run_tools:
-            spans.append(_tool_span(conversation_id, run_id, tool, keys, last, started, completed))
+            span = _tool_span(conversation_id, run_id, tool, keys, last, started, completed)
+            noted = notes.get(("tool_call_id", tool.tool_call_id), []) if tool.tool_call_id else []
+            spans.append(_with_events(span, noted))
     return {
         "resourceSpans": [
             {
@@ -495,6 +522,41 @@ def _approval_span_events(meta: dict[str, Any]) -> dict[str, Any]:
             )
         )
     return {"events": events} if events else {}
+
+
+def _note_events(conversation: Conversation) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """docs/sharing.md#notes: each auditor's note as a `gen_ai.evaluation.result` span event,
+    by its target: a tool call's span, or a run's (a note on a message goes to the span
+    of the message's run)."""
+    runs_of_messages = dict(
+        Message.objects.filter(conversation=conversation).values_list("message_id", "run_id")
+    )
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for note in _notes_of(conversation):
+        key = (note.target_kind, note.target_id)
+        if note.target_kind == "message_id":
+            key = ("run_id", runs_of_messages.get(note.target_id, ""))
+        event = _span_event(
+            "gen_ai.evaluation.result",
+            note.at,
+            [
+                ("gen_ai.evaluation.name", "chatui.audit_note"),
+                ("gen_ai.evaluation.score.label", note.label or None),
+                ("gen_ai.evaluation.explanation", note.text),
+                ("chatui.note.author", note.author or None),
+                ("chatui.note.seq", note.seq),
+                ("chatui.note.refers_to", note.refers_to),
+                ("chatui.note.target", f"{note.target_kind}:{note.target_id}"),
+            ],
+        )
+        found.setdefault(key, []).append(event)
+    return found
+
+
+def _with_events(span: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    if events:
+        span["events"] = [*span.get("events", []), *events]
+    return span
 
 
 def _span_event(name: str, moment: datetime, pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -851,6 +851,7 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
         message.timestamp,
         len(message.content),
         display.mask_secrets,  # all an entry takes from `display` (its transform comes later)
+        display.hide_tool_io,
         depth,
         inline_chars(),  # a setting: tests change it
     )

@@ -6,14 +6,17 @@ import uuid
 from typing import Literal
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from chatui import agents
-from chatui.ingest import approvals
+from chatui.ingest import approvals, sharing
 from chatui.ingest import conversations as services
 from chatui.ingest.service import ingest
 from chatui.ingest.values import EventError, parse_seq
@@ -21,7 +24,7 @@ from chatui.live import frames
 from chatui.models import Conversation
 from chatui.read import listing, pages, presenters, search, selectors
 
-from . import replay_views
+from . import note_views, replay_views
 
 LIST_LIMIT = 100
 #: Conversations in the conversation page's rail (wide screens, docs/rendering.md#list-and-rail).
@@ -87,6 +90,17 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context["rail_rows"] = listing.present_rows(
         selectors.conversation_rows(request.user, RAIL_LIMIT, compact=True)
     )
+    # docs/sharing.md: auditors' notes (and an annotator's form), the reader's share links.
+    context.update(
+        note_views.note_context(
+            request, conversation, reverse("chatui:add-note", args=[conversation.pk])
+        )
+    )
+    if sharing.may_share(request.user, conversation):
+        context["can_share"] = True
+        context["share_links"] = list(sharing.links_of(request.user, conversation))
+        context["share_default_days"] = settings.CHATUI_SHARE_DEFAULT_DAYS
+        context["now"] = timezone.now()
     return render(request, "chatui/conversation.html", context)
 
 

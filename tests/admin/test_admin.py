@@ -44,6 +44,10 @@ AUDITOR_PERMISSIONS = {
     "chatui.view_message",
     "chatui.view_event",
     "chatui.view_run",
+    # docs/sharing.md: auditors annotate, and see every note and share link.
+    "chatui.annotate",
+    "chatui.view_note",
+    "chatui.view_sharelink",
 }
 #: The admin's own icons (theme toggle, base.html's symbols).
 ADMIN_SVG_CLASSES = {

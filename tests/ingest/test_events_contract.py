@@ -20,6 +20,13 @@ VALID = {
     "agent.tool.approval_requested": {"tool_call_id": "c1", "tool_name": "rm", "timeout_s": 60},
     "tool.approval": {"tool_call_id": "c1", "decision": "denied", "decided_by": "alice"},
     "agent.reasoning.delta": {"message_id": "m1", "delta": "hmm", "encrypted": False},
+    "audit.note": {
+        "target": {"tool_call_id": "c1"},
+        "text": "wrong host",
+        "label": "wrong_result",
+        "refers_to": 3,
+        "author": "audra",
+    },
 }
 
 

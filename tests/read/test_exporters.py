@@ -81,7 +81,7 @@ def nested(conversation) -> Conversation:
 
 def test_export_messages_is_the_conversation_and_its_seed_000_messages(recorded):
     exported = export_messages(recorded)
-    assert list(exported) == ["conversation", "messages"]
+    assert list(exported) == ["conversation", "messages", "notes"]
     assert exported["conversation"]["id"] == str(recorded.pk)
     assert exported["conversation"]["status"] == "completed"
     assert exported["conversation"]["last_seq"] == 21
