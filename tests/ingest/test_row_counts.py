@@ -272,7 +272,10 @@ def test_the_migration_fills_the_counts_of_existing_conversations_and_reverses()
 
 @pytest.mark.django_db(transaction=True)
 def test_w4_the_migration_fills_denied_expired_and_cancelled_counts():
-    before, after = [("chatui", "0016_event_chain")], [("chatui", "0017_w4_outcome_counts")]
+    before, after = (
+        [("chatui", "0017_notes_and_share_links")],
+        [("chatui", "0018_w4_outcome_counts")],
+    )
     owner = get_user_model().objects.create_user("old-timer")
     executor = MigrationExecutor(connection)
     executor.migrate(before)

@@ -65,7 +65,7 @@ def fill_counts(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chatui", "0016_event_chain"),
+        ("chatui", "0017_notes_and_share_links"),
     ]
 
     operations = [
