@@ -107,14 +107,17 @@ class AguiProjection:
         return f"{event.run_id or 'agui'}-chunk-{event.seq}"
 
     def _agui_role(self, event: Event, message_id: str) -> str:
-        """The role its TEXT_MESSAGE_START gave the message (assistant when none did)."""
+        """The role its TEXT_MESSAGE_START, or a TEXT_MESSAGE_CHUNK naming one, gave the
+        message (assistant when none did). Read from the log when an earlier request
+        named it, so a stream teed one event a request projects as it re-projects."""
         if message_id not in self._agui_roles:
             start = (
                 Event.objects.filter(
                     conversation=self.conversation,
-                    type="agui.TEXT_MESSAGE_START",
+                    type__in=("agui.TEXT_MESSAGE_START", "agui.TEXT_MESSAGE_CHUNK"),
                     seq__lt=event.seq,
                     payload__messageId=message_id,
+                    payload__has_key="role",
                 )
                 .order_by("-seq")
                 .first()

@@ -695,3 +695,17 @@ def test_sec13_the_approval_clock_is_told_an_interrupts_deadline_on_commit(
         approval_events_committed.disconnect(heard)
     _, deadline = asked_at_and_deadline(conversation, "c1")
     assert told == [(conversation.pk, [deadline])]
+
+
+def test_a_chunk_naming_the_role_gives_it_to_text_teed_in_a_later_request(conversation):
+    """A TEXT_MESSAGE_CHUNK may name the message's role and carry no text; content for
+    that message in a later request takes that role, as re-projecting the log gives
+    (found by tests/web/test_fuzz_agui.py: live it became the assistant's)."""
+    from chatui.ingest.service import reproject
+
+    ingest(conversation, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "c1", "role": "user"})
+    ingest(conversation, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "c1", "delta": "hi"})
+    live = [(m.role, m.content) for m in Message.objects.filter(conversation=conversation)]
+    reproject(conversation)
+    again = [(m.role, m.content) for m in Message.objects.filter(conversation=conversation)]
+    assert live == again == [("user", "hi")]

@@ -142,6 +142,21 @@ def assert_json_answer(response) -> Any:
     return body
 
 
+def assert_otlp_answer(response) -> None:
+    """The OTLP receiver speaks OTLP, not chatui's API (docs/events.md#otlp): a refusal
+    is a `google.rpc.Status`, as JSON `{"code", "message"}` or as protobuf, in the
+    encoding the request used."""
+    assert response.status_code < 500, response.content[:500]
+    if response["Content-Type"] == "application/x-protobuf":
+        return
+    assert response["Content-Type"] == "application/json", response.content[:200]
+    body = response.json()
+    if response.status_code >= 400:
+        assert isinstance(body.get("code"), int) and body["code"] > 0, body
+        assert isinstance(body.get("message"), str) and body["message"], body
+        assert set(body) <= {"code", "message", "details"}, body
+
+
 def log_state(conversation: Conversation) -> tuple[int, int]:
     conversation.refresh_from_db()
     return Event.objects.filter(conversation=conversation).count(), conversation.last_seq
@@ -295,7 +310,19 @@ CONTENT_TYPES = st.one_of(
     st.text(st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=30),
 )
 API_PATH = st.one_of(
-    st.sampled_from(["conversations", "conversations/{id}", "conversations/{id}/events"]),
+    st.sampled_from(
+        [
+            "conversations",
+            "conversations/{id}",
+            "conversations/{id}/events",
+            "conversations/{id}/notes",
+            "conversations/{id}/shares",
+            "shares/1",
+            "keys",
+            "otlp/v1/traces",
+            "otlp/v1/logs",
+        ]
+    ),
     st.lists(st.text(max_size=12), max_size=4).map(lambda parts: "/".join(map(quote, parts))),
     st.builds("conversations/{}/events".format, st.text(max_size=40).map(quote)),
 )
@@ -314,6 +341,8 @@ def test_fuzz_methods_content_types_and_paths(api, user, method, path, content_t
     )
     if method == "HEAD":
         assert response.status_code < 500
+    elif url.startswith("/api/v1/otlp/v1/"):
+        assert_otlp_answer(response)
     else:
         assert_json_answer(response)
     if response.status_code >= 400:
