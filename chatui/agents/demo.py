@@ -364,8 +364,9 @@ async def showcase_main(ctx: RunContext, tb: Toolbox) -> None:
     outro = ctx.assistant()
     await outro.stream(SHOWCASE_OUTRO)
     await outro.complete(duration_ms=round((time.monotonic() - ctx.started) * 1000), tokens=1830)
-    await ctx.continuation(  # R5 "Agent stopped: end_turn"
-        should_continue=False, stop_reason="end_turn", resolved_by="ShowcaseScript"
+    # R5 "Agent stopped: max_turns": a reason worth a line (a normal end_turn adds none, W6).
+    await ctx.continuation(
+        should_continue=False, stop_reason="max_turns", resolved_by="ShowcaseScript"
     )
 
 

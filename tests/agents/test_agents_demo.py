@@ -190,9 +190,11 @@ def check_roles_batches_statuses_and_meta(everything):
     assert sizes[0] == 1 and sizes[-1] >= 7  # G1: a batch of one and batches of many
     assert [m.role for m in found].count("user") == 1  # the mid-run message (G1 split)
     statuses = [m for m in found if m.role == "status"]
-    # S3: ephemerals removed; W6 (docs/rendering.md#w6): the normal end (`end_turn`) adds
-    # no continuation line
-    assert statuses == []
+    # S3: ephemerals removed; R5: the continuation stays — the showcase stops for a reason
+    # worth a line (`max_turns`), where a normal end (`end_turn`) would add none (W6)
+    assert [(m.status_type, m.content) for m in statuses] == [
+        ("continuation", "Agent stopped: max_turns")
+    ]
     types = [e.payload.get("status") for e in events(conversation) if e.type == "agent.status"]
     assert {"thinking", "info"} <= set(types)  # R5: they were shown while running
     aliases = [e for e in events(conversation) if e.tool_call_id and e.payload.get("details")]

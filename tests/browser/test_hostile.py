@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
+import chatui
 from tests.support.hostile import hostile_events
+
+#: chatui's own W7 icons (chatui/icons/): no text of a transcript can make one.
+OUR_ICON_CLASSES = {
+    f"icon icon--{path.stem}" for path in (Path(chatui.__file__).parent / "icons").glob("*.svg")
+}
 
 
 def test_sec1_hostile_transcript_executes_nothing_and_requests_nothing(chatui_server, open_page):
@@ -24,7 +32,7 @@ def test_sec1_hostile_transcript_executes_nothing_and_requests_nothing(chatui_se
     # Nothing executable or htmx-active survived into the transcript's DOM.
     dangerous = page.eval_on_selector(
         "#transcript",
-        """root => {
+        """(root, ours) => {
             const found = [];
             for (const el of root.querySelectorAll('*')) {
                 for (const attr of el.attributes) {
@@ -35,11 +43,15 @@ def test_sec1_hostile_transcript_executes_nothing_and_requests_nothing(chatui_se
                         value.startsWith('data:'))
                         found.push(el.tagName + ' ' + name + '=' + attr.value);
                 }
+                // W7: our own icons are inline SVG (chatui/icons); any other is not ours.
+                if (el.tagName.toUpperCase() === 'SVG' &&
+                    ours.includes(el.getAttribute('class'))) continue;
                 if (['SCRIPT', 'IFRAME', 'SVG', 'STYLE', 'FORM', 'OBJECT', 'EMBED']
                     .includes(el.tagName.toUpperCase())) found.push(el.tagName);
             }
             return found;
         }""",
+        sorted(OUR_ICON_CLASSES),
     )
     assert dangerous == []
     # The text is still shown, as text.

@@ -120,8 +120,11 @@ def test_rail_marks_a_running_conversation_live_without_touching_the_transcript(
     expect(page.locator("#new-activity")).to_be_hidden()
     assert page.evaluate("window.scrollY") == 0
     # The current conversation stays marked after its own row is re-rendered.
-    chatui_server.post_events(listed["counted"], [{"type": "user.message", "content": "one more"}])
+    # (W6: a row previews the latest answer.)
+    chatui_server.post_events(
+        listed["counted"], [{"type": "agent.step.completed", "content": "One more answer."}]
+    )
     current = page.locator(f"#rail #row-{listed['counted']} a")
-    expect(current.locator("[data-row-preview]")).to_have_text("one more")
+    expect(current.locator("[data-row-preview]")).to_have_text("One more answer.")
     expect(current).to_have_attribute("aria-current", "page")
     assert watch.page_errors == []
