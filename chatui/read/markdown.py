@@ -132,6 +132,12 @@ _CLEANER = nh3.Cleaner(
 )
 
 
+def markdown_tokens(text: str) -> list[Token]:
+    """The page's parse of `text` (the same parser as `render_markdown`), for readers of
+    its text rather than its HTML (chatui.read.previews)."""
+    return _MARKDOWN.parse(text)
+
+
 @lru_cache(maxsize=4096)
 def render_markdown(text: str) -> SafeString:
     """Markdown source → HTML that is safe to insert into the page as is.

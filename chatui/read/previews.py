@@ -2,22 +2,21 @@
 latest assistant text's first sentence — secrets masked (T3), Markdown syntax
 stripped — else the latest user message; never a status line, never a tool's output.
 
-Markdown is stripped by parsing it with markdown-it-py (the page's own parser,
-chatui.read.markdown) and keeping the text of its first block that has any: no regex
-guesses at what `**`, backticks or a link's brackets mean.
+Markdown is stripped by parsing it with the page's own parser
+(chatui.read.markdown.markdown_tokens) and keeping the text of its first block that has
+any: no regex guesses at what `**`, backticks or a link's brackets mean.
 """
 
 from __future__ import annotations
 
 import re
 
-from markdown_it import MarkdownIt
-
 from chatui.secrets import mask_text
 from chatui.text import clip, collapse_newlines
 
+from .markdown import markdown_tokens
+
 PREVIEW_CHARS = 140
-_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 #: The end of a sentence: ., ! or ? (and closing quotes or brackets), then a space.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s")
 
@@ -26,7 +25,7 @@ def plain_text(markdown: str) -> str:
     """The text of the first Markdown block that has any (a paragraph, heading, list
     item or table cell), syntax stripped: inline code keeps its text, links their
     label, images their alt text; line breaks become spaces."""
-    for token in _PARSER.parse(markdown):
+    for token in markdown_tokens(markdown):
         if token.type != "inline" or not token.children:
             continue
         parts = []
