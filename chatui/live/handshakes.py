@@ -43,15 +43,9 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def on_handshake_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """`func` made awaitable, run on the handshake pool (not Channels' one thread)."""
-
-    @functools.wraps(func)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        return await DatabaseSyncToAsync(func, thread_sensitive=False, executor=_pool())(
-            *args, **kwargs
-        )
-
-    return run
+    """`func` made awaitable, run on the handshake pool (not Channels' one thread); like
+    `database_sync_to_async`, it decorates methods too."""
+    return DatabaseSyncToAsync(func, thread_sensitive=False, executor=_pool())
 
 
 def scope_user(scope: dict):
