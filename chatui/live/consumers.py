@@ -11,6 +11,10 @@ Close codes, none of which the htmx ws extension reconnects on: 4403 may not
 (or no longer) see the conversation, 4404 no such conversation, 4400 the client
 sent something (the socket only pushes), 4429 the user already holds
 CHATUI_MAX_SOCKETS_PER_USER sockets in this process.
+
+Why it is long: one socket's whole life — admission, replay, live frames and held
+text, revocation, the channel layer's outages, cancellation — is one class, because each
+step reads the state the others leave (`last_sent_seq`, `accepted`, `ended`).
 """
 
 from __future__ import annotations
@@ -307,7 +311,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
 
     async def _send_frame(self, last_seq: int, html: str) -> None:
         self.last_sent_seq = max(self.last_sent_seq, last_seq)
-        await self.send(text_data=html)
+        try:
+            await self.send(text_data=html)
+        except OSError:
+            # The client left between this frame's dispatch and its send (ASGI's error
+            # for a closed connection): nothing to report, and the server's
+            # websocket.disconnect, already queued, ends this consumer.
+            logger.debug("a frame for a socket its client had closed was dropped")
 
     def _after(self) -> int:
         query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))

@@ -36,6 +36,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
+from autobahn.exception import Disconnected
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
 from django.conf import settings
@@ -476,12 +477,29 @@ def guard_daphne(direct: Direct | None = None) -> None:
 SERVER_CLOSE_CODES = frozenset({1011, 1012, 1013})
 
 
+class ClientGone(ConnectionResetError):
+    """A send on a socket its client has already closed.
+
+    ASGI asks a server to raise an `OSError` subclass for a send on a closed connection,
+    so an application can tell "the client left" from a bug; daphne lets autobahn's
+    `Disconnected` (a RuntimeError) through instead, and Channels then logs it as
+    "Exception inside application" with a traceback — hundreds for one reconnect herd
+    (docs/SCALING.md#cluster-under-fire)."""
+
+
 class ServerCodesWebSocketProtocol(WebSocketProtocol):
-    """daphne's WebSocket protocol, letting the application close with 1011–1013.
+    """daphne's WebSocket protocol, letting the application close with 1011–1013, and
+    answering a send on a closed socket as ASGI says (`ClientGone`).
 
     Autobahn's `sendClose` accepts only 1000 and 3000–4999 from an application, so a
     consumer could not say "try again later" (1013) when the channel layer is down:
     the page would get a code it does not reconnect on (chatui.live.consumers)."""
+
+    def serverSend(self, content: str | bytes, binary: bool = False) -> None:
+        try:
+            super().serverSend(content, binary)
+        except Disconnected as gone:
+            raise ClientGone(str(gone)) from gone
 
     def serverClose(self, code: int | None = None) -> None:
         if code in SERVER_CLOSE_CODES:

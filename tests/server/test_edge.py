@@ -24,8 +24,15 @@ from twisted.internet.testing import StringTransport
 from twisted.web.http import HTTPChannel
 from twisted.web.http_headers import Headers
 
+from chatui.live.consumers import TranscriptConsumer
 from chatui.models import ApiToken
-from chatui.server.edge import SCOPE_TOKEN, GuardedHTTPFactory, write_headers_in_one_piece
+from chatui.server.edge import (
+    SCOPE_TOKEN,
+    ClientGone,
+    GuardedHTTPFactory,
+    ServerCodesWebSocketProtocol,
+    write_headers_in_one_piece,
+)
 from chatui.web import api
 from tests.support.live import LiveServer
 
@@ -428,3 +435,33 @@ def test_edge_daphnes_http_channels_write_headers_in_one_piece():
     protocol.makeConnection(transport)
     protocol._channel.writeHeaders(b"HTTP/1.1", b"200", b"OK", Headers({b"a": [b"b"]}))
     assert pieces == [b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n"]
+
+
+# -- a send on a socket its client closed ------------------------------------------------
+
+
+def test_s21_a_send_on_a_socket_its_client_closed_is_asgis_oserror_not_a_traceback():
+    """daphne let autobahn's `Disconnected` (a RuntimeError) through, which Channels logs
+    as "Exception inside application" with a traceback: 166 of them in one fault run
+    (docs/SCALING.md#cluster-under-fire). ASGI's error for it is an OSError."""
+    protocol = ServerCodesWebSocketProtocol()
+    protocol.client_addr = ["127.0.0.1", 1]
+    protocol.state = protocol.STATE_CLOSED
+    with pytest.raises(ClientGone) as raised:
+        protocol.serverSend("<div>frame</div>")
+    assert isinstance(raised.value, OSError)
+
+
+@pytest.mark.asyncio
+async def test_s21_a_frame_for_a_socket_its_client_closed_ends_quietly():
+    """The consumer takes that OSError as the client's leaving: no exception escapes to
+    Channels (which would log it), and the disconnect the server queued ends it."""
+
+    async def closed_send(message):
+        raise ClientGone("Attempt to send on a closed protocol")
+
+    consumer = TranscriptConsumer()
+    consumer.base_send = closed_send
+    consumer.last_sent_seq = 3
+    await consumer._send_frame(7, "<div>frame</div>")
+    assert consumer.last_sent_seq == 7
