@@ -14,6 +14,29 @@ ZWSP = "\u200b"
 TOOL_NAME_CHARS = 200  # G10
 
 
+#: A terminal's escape sequences: CSI (SGR colours among them, and 8-bit CSI), OSC (titles,
+#: OSC 8 links) to BEL or ST, DCS/SOS/PM/APC strings, two-character escapes. An
+#: unterminated string sequence runs to the end, as a terminal would swallow it.
+#: chatui.read.rich.ansi interprets them (docs/rendering.md#g17); the search index reads
+#: text without them.
+ESCAPE_SEQUENCE = (
+    r"(?P<csi>(?:\x1b\[|\x9b)(?P<params>[0-?]*)[ -/]*(?P<final>[@-~])?)"
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_ESCAPES = re.compile(ESCAPE_SEQUENCE)
+
+
+def without_escapes(text: str) -> str:
+    """`text` with its terminal escape sequences removed, its words as a terminal shows
+    them: `\\x1b[32mPASSED` is the word PASSED, and a secret right after a colour code
+    starts a word that masking can see."""
+    if "\x1b" not in text and "\x9b" not in text:
+        return text
+    return _ESCAPES.sub("", text)
+
+
 def neutralise(text: str) -> str:
     """T1: "@" + U+200B can never trigger a mention wherever the text ends up."""
     return text.replace("@", "@" + ZWSP)

@@ -36,6 +36,7 @@ from django.db import connection, connections
 from chatui.db.prepared import cursor_for
 from chatui.models import Conversation, Message, Role, StatusType, ToolStatus
 from chatui.secrets import MASKED_ROLES, mask_text, masked_fields
+from chatui.text import without_escapes
 
 from .values import is_tool_execution_result
 from .visibility import is_assistant_shown
@@ -87,14 +88,31 @@ def message_fields(message: Message) -> list[Field]:
     (`secrets.masked_fields`); a person's or the assistant's words are masked here too
     (`mask_text`), as the conversation list masks them, though the page shows them as
     written."""
-    content, meta = masked_fields(message.role, message.content, message.metadata)
     if message.role == Role.TOOL:
+        # A tool's output as a terminal shows it (docs/rendering.md#g17), escapes removed
+        # *before* masking: after a colour code a secret has no word boundary before it,
+        # so masking would miss it and the index would hold it.
+        content, meta = masked_fields(
+            message.role, without_escapes(message.content), _without_escapes(message.metadata)
+        )
         return _tool_fields(message, content, meta)
+    content, meta = masked_fields(message.role, message.content, message.metadata)
     if message.role == Role.ASSISTANT and not is_assistant_shown(message):
         return []  # R3's hidden JSON, blank text
     if message.role in MASKED_ROLES:
         return [Field("text", content)]
     return [Field("text", mask_text(content))]
+
+
+def _without_escapes(value: Any) -> Any:
+    """`value` (JSON data) with terminal escapes removed from every string in it."""
+    if isinstance(value, str):
+        return without_escapes(value)
+    if isinstance(value, dict):
+        return {key: _without_escapes(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_escapes(item) for item in value]
+    return value
 
 
 def _tool_fields(message: Message, content: str, meta: dict[str, Any]) -> list[Field]:

@@ -10,6 +10,7 @@ any: no regex guesses at what `**`, backticks or a link's brackets mean.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from chatui.secrets import mask_text
 from chatui.text import clip, collapse_newlines
@@ -21,11 +22,16 @@ PREVIEW_CHARS = 140
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s")
 
 
-def plain_text(markdown: str) -> str:
-    """The text of the first Markdown block that has any (a paragraph, heading, list
-    item or table cell), syntax stripped: inline code keeps its text, links their
-    label, images their alt text; line breaks become spaces."""
+def plain_blocks(markdown: str, *, code: bool = False) -> Iterator[str]:
+    """The text of each Markdown block that has any (a paragraph, heading, list item or
+    table cell; with `code`, code blocks too), syntax stripped: inline code keeps its
+    text, links their label, images their alt text; line breaks become spaces."""
     for token in markdown_tokens(markdown):
+        if code and token.type in ("fence", "code_block"):
+            text = " ".join(token.content.split())
+            if text:
+                yield text
+            continue
         if token.type != "inline" or not token.children:
             continue
         parts = []
@@ -38,8 +44,12 @@ def plain_text(markdown: str) -> str:
                 parts.append(child.content)  # its alt text
         text = " ".join("".join(parts).split())
         if text:
-            return text
-    return ""
+            yield text
+
+
+def plain_text(markdown: str) -> str:
+    """The first text block's words (`plain_blocks`): what a one-line preview reads."""
+    return next(plain_blocks(markdown), "")
 
 
 def first_sentence(text: str) -> str:

@@ -35,6 +35,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
@@ -42,10 +43,12 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from chatui.access import VIEW_ANY
-from chatui.ingest.search_index import DOCUMENT_CHARS, message_fields, words
+from chatui.ingest.search_index import DOCUMENT_CHARS, Field, message_fields, words
 from chatui.models import Conversation, Message, Role, Run
 from chatui.secrets import mask_text
 from chatui.text import ELLIPSIS, neutralise
+
+from .previews import plain_blocks
 
 PREFIX_MIN = 3
 QUERY_WORDS = 16
@@ -316,17 +319,17 @@ def _group(
 
 
 def _hit(message: Message, conversation: Conversation, query: Query) -> MessageHit:
-    fields = message_fields(message)
+    fields = [(item.name, _plain(message, item)) for item in message_fields(message)]
     name, snippet = "text", []
-    for item in fields:
-        found = snippet_parts(item.text, query)
+    for field_name, text in fields:
+        found = snippet_parts(text, query)
         if found is not None:
-            name, snippet = item.name, found
+            name, snippet = field_name, found
             break
     else:
-        if fields:  # matched by a word our marks cannot see; show the start
-            shown = mask_text(fields[0].text[:DOCUMENT_CHARS])[:SNIPPET_CHARS]
-            name, snippet = fields[0].name, [(_squeeze(shown), False)]
+        if fields:  # matched by a word our marks cannot see (a link's URL); show the start
+            shown = mask_text(fields[0][1][:DOCUMENT_CHARS])[:SNIPPET_CHARS]
+            name, snippet = fields[0][0], [(_squeeze(shown), False)]
     return MessageHit(
         pk=message.pk,
         dom_id=message.dom_id,
@@ -334,11 +337,30 @@ def _hit(message: Message, conversation: Conversation, query: Query) -> MessageH
         tool_name=message.tool_name,
         field=name,
         snippet=snippet,
-        url=f"{conversation.get_absolute_url()}?m={message.pk}#{message.dom_id}",
+        url=f"{conversation.get_absolute_url()}?{_hit_query(message, query)}#{message.dom_id}",
     )
 
 
+def _hit_query(message: Message, query: Query) -> str:
+    """`m` opens the window around the message; `hl` names the words chatui.js marks in
+    it (W9): the query's words as folded here, the prefix one ending in "*"."""
+    marked = sorted(query.terms - {query.prefix_term})
+    if query.prefix_term:
+        marked.append(query.prefix_term + "*")
+    return urlencode({"m": message.pk, "hl": " ".join(marked)})
+
+
 # -- snippets ---------------------------------------------------------------------------
+
+
+def _plain(message: Message, item: Field) -> str:
+    """W9: a snippet is plain text. A person's or the assistant's words are Markdown,
+    read as the page shows them: syntax stripped by the page's own parser (a link's
+    label, not its brackets; code's text, not its backticks). A tool's text is shown as
+    indexed: terminal escapes are already gone (chatui.ingest.search_index)."""
+    if item.name == "text" and message.role in (Role.USER, Role.ASSISTANT):
+        return " ".join(plain_blocks(item.text[:DOCUMENT_CHARS], code=True))
+    return item.text
 
 
 def snippet_parts(text: str, query: Query) -> list[Part] | None:

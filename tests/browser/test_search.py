@@ -85,12 +85,20 @@ def test_sec15_opening_an_old_hit_shows_that_entry_in_view(open_page, searchable
     expect(hit).to_have_count(1)
     pk = hit.get_attribute("data-message-pk")
     hit.click()
-    page.wait_for_url(f"**/c/{searchable['long']}/?m={pk}#m-{pk}")
+    page.wait_for_url(
+        lambda url: url.endswith(f"/c/{searchable['long']}/?m={pk}&hl=zanzibarite%2A#m-{pk}")
+    )
 
     entry = page.locator(f"#transcript #m-{pk}")
     expect(entry).to_be_visible()  # in the DOM, its collapsed batch opened
-    expect(entry).to_be_in_viewport()
+    expect(entry).to_be_in_viewport(ratio=1)  # W9: the whole entry
     assert "zanzibarite" in entry.inner_text()
+    # W9: below the sticky top bar, not under it; its matched word marked.
+    top_bar = page.locator(".topbar").bounding_box()
+    assert entry.bounding_box()["y"] >= top_bar["y"] + top_bar["height"]
+    marks = entry.locator("mark.search-mark")
+    assert set(marks.all_text_contents()) == {"zanzibarite"}
+    expect(marks.first).to_be_visible()
     assert page.locator("#transcript [data-role=user]").count() < FILLER
     expect(page.locator("#show-latest a")).to_have_attribute("href", f"/c/{searchable['long']}/")
 
@@ -116,4 +124,23 @@ def test_sec15_opening_an_old_hit_shows_that_entry_in_view(open_page, searchable
     expect(page.locator("#run-state")).to_have_attribute(
         "data-conversation-status", "completed", timeout=20000
     )
+    assert watch.page_errors == [] and watch.dialogs == []
+
+
+def test_w9_hostile_words_to_mark_are_only_text(open_page, searchable):
+    """`hl` comes from the address bar: whatever it holds is matched against words and
+    never parsed as HTML."""
+    page, watch = open_page("/")
+    search_for(page, "zanzibarite")
+    pk = page.locator("[data-search-hit]").get_attribute("data-message-pk")
+    hostile = "%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E%20%3Cb%3Eassay%20zanzibarite"
+    origin = "/".join(page.url.split("/")[:3])
+    page.goto(f"{origin}/c/{searchable['long']}/?m={pk}&hl={hostile}#m-{pk}")
+    entry = page.locator(f"#transcript #m-{pk}")
+    expect(entry).to_be_in_viewport()
+    assert page.locator("#transcript img[src=x], #transcript b").count() == 0
+    # "<b>assay" is no word, so it marks nothing; "zanzibarite" is, and is marked.
+    marks = entry.locator("mark.search-mark")
+    assert set(marks.all_text_contents()) == {"zanzibarite"}
+    expect(marks.first).to_be_visible()
     assert watch.page_errors == [] and watch.dialogs == []

@@ -214,7 +214,7 @@ def test_sec15_hit_links_to_the_message_in_its_conversation(user, expedition):
     hit = hits(user, "cephalopod")[0]
     pk = message(expedition, "tool_s2").pk
     assert (hit.dom_id, hit.role, hit.tool_name) == (f"m-{pk}", "tool", "net_haul")
-    assert hit.url == f"/c/{expedition.pk}/?m={pk}#m-{pk}"
+    assert hit.url == f"/c/{expedition.pk}/?m={pk}&hl=cephalopod%2A#m-{pk}"
     assert hit.label == "net_haul · error"
 
 
@@ -561,3 +561,69 @@ def test_sec15_a_hit_of_another_conversation_or_gone_opens_the_latest(
     assert "line 599" in html and "data-around" not in html
     assert client.get(long_history.get_absolute_url(), {"m": "x1"}).status_code == 400
     assert client.get(f"/c/{long_history.pk}/transcript", {"around": "-1"}).status_code == 400
+
+
+# -- W9: search that reads well --------------------------------------------------------
+
+
+def snippet_text(hit: search.MessageHit) -> str:
+    return "".join(text for text, _ in hit.snippet)
+
+
+def test_w9_snippets_are_plain_text_without_markdown_syntax(user):
+    conversation_of(
+        user,
+        "markdown",
+        [
+            {
+                "type": "agent.step.completed",
+                "message_id": "a1",
+                "content": "## Result\n\nRun **`pytest -x`** now, as [the guide](https://ex.org/g) says.\n\n"
+                "```sh\npytest --lf\n```",
+            }
+        ],
+    )
+    (hit,) = hits(user, "pytest")
+    shown = snippet_text(hit)
+    assert "pytest -x" in shown and "the guide" in shown and "pytest --lf" in shown
+    for syntax in ("**", "`", "##", "](", "https://ex.org"):
+        assert syntax not in shown
+    assert [text for text, is_match in hit.snippet if is_match] == ["pytest", "pytest"]
+
+
+def test_w9_hostile_markdown_in_a_snippet_reaches_the_page_as_text(client, user):
+    conversation_of(
+        user,
+        "hostile",
+        [
+            {
+                "type": "agent.step.completed",
+                "message_id": "a1",
+                "content": '**x** <img src=x onerror="alert(1)"> [zebu](javascript:alert(2))',
+            }
+        ],
+    )
+    client.force_login(user)
+    html = client.get("/", {"q": "zebu"}).content.decode()
+    # As the page shows it: raw HTML is text (escaped); a `javascript:` link is no link
+    # for the parser, so it stays text too.
+    assert "<img src=x" not in html and 'href="javascript:' not in html
+    assert "x &lt;img src=x onerror=&quot;alert(1)&quot;&gt; [<mark>zebu</mark>](javascript" in html
+
+
+def test_w9_coloured_tool_output_is_found_by_its_words_and_shown_without_escapes(user):
+    conversation_of(
+        user,
+        "coloured",
+        tool_run("t1", "bash", {"command": "pytest"}, result="\x1b[32mPASSED\x1b[0m test_wombat"),
+    )
+    (hit,) = hits(user, "passed")
+    assert hit.field == "result"
+    assert "\x1b" not in snippet_text(hit) and "[32m" not in snippet_text(hit)
+    assert [text for text, is_match in hit.snippet if is_match] == ["PASSED"]
+
+
+def test_w9_a_hit_link_names_the_words_to_mark_in_its_entry(user, expedition):
+    (hit,) = hits(user, "net cephal")
+    pk = message(expedition, "tool_s2").pk
+    assert hit.url == f"/c/{expedition.pk}/?m={pk}&hl=net+cephal%2A#m-{pk}"

@@ -238,3 +238,30 @@ def test_t3_migration_rebuilds_an_old_index_from_masked_text(leaky):
     for document in documents.values():
         assert_no_secret_word(document)
     assert documents[tool.pk] == search_index.document(Message.objects.get(pk=tool.pk))
+
+
+def test_t3_a_secret_right_after_a_colour_code_never_enters_the_index(user):
+    """After `\\x1b[1m` a key has no word boundary before it, so masking the raw text
+    missed it and the index held its letters; escapes go before masking."""
+    key = "sk-colouredsecretkey0042"
+    conversation = Conversation.objects.create(owner=user, title="coloured")
+    ingest(
+        conversation,
+        [
+            {
+                "type": "agent.tool.started",
+                "tool_call_id": "c1",
+                "tool_name": "bash",
+                "args": {"command": "env"},
+            },
+            {
+                "type": "agent.tool.completed",
+                "tool_call_id": "c1",
+                "result": f"API_KEY \x1b[1m{key}\x1b[0m set",
+            },
+        ],
+    )
+    stored = " ".join(stored_documents().values())
+    assert "colouredsecretkey0042" not in stored
+    assert "1msk" not in stored  # the escape's letters glued to the key's
+    assert search.search(user, "colouredsecretkey0042").groups == []

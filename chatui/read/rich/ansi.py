@@ -17,21 +17,14 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-from chatui.text import neutralise
+from chatui.text import ESCAPE_SEQUENCE, neutralise
 
 from .views import Line, Span, TerminalView
 
-#: Every escape sequence (and C0/C1 control other than tab, newline, carriage return and
-#: backspace, which move the cursor): CSI (SGR among them), OSC (titles, OSC 8 links) to
-#: BEL or ST, DCS/SOS/PM/APC strings, two-character escapes, 8-bit CSI. An unterminated
-#: string sequence runs to the end, as a terminal would swallow it.
+#: Every escape sequence (chatui.text.ESCAPE_SEQUENCE) and C0/C1 control other than tab,
+#: newline, carriage return and backspace, which move the cursor.
 _TOKEN = re.compile(
-    r"(?P<csi>(?:\x1b\[|\x9b)(?P<params>[0-?]*)[ -/]*(?P<final>[@-~])?)"
-    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]?"
-    r"|(?P<move>[\r\n\x08])"
-    r"|[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+    ESCAPE_SEQUENCE + r"|(?P<move>[\r\n\x08])" + r"|[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 )
 
 #: The 16 colours of the palette (xterm's defaults): 256-colour and 24-bit colours map to

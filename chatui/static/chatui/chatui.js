@@ -676,13 +676,78 @@
         if (key) readerChoice[key] = true;
       }
     }
-    target.scrollIntoView({ block: "center" });
+    // W9: the whole entry in view between the sticky bars (html's scroll-padding is
+    // their height), its top first when it is taller than that space.
+    var room = window.innerHeight - chromeHeight(".topbar") - chromeHeight(".composer-bar");
+    target.scrollIntoView({ block: target.offsetHeight <= room ? "center" : "start" });
+    markWords(target, new URLSearchParams(window.location.search).get("hl"));
     return true;
+  }
+
+  /* --- W9: the sticky bars never cover what is scrolled to or focused --- */
+  function chromeHeight(selector) {
+    var bar = document.querySelector(selector);
+    return bar ? bar.getBoundingClientRect().height : 0;
+  }
+  function measureChrome() {
+    // CSSOM, not a style attribute: allowed by the page's strict CSP.
+    var root = document.documentElement.style;
+    root.setProperty("--chrome-top", chromeHeight(".topbar") + "px");
+    root.setProperty("--chrome-bottom", chromeHeight(".composer-bar") + "px");
+  }
+  window.addEventListener("resize", measureChrome);
+
+  /* --- W9: a search hit's matched words marked in its entry. `hl` holds the query's
+   * words as search folds them (chatui.read.search), the last one ending in "*" when it
+   * matches as a prefix. Text nodes are split; nothing is parsed as HTML. --- */
+  var WORD = /(?:[\p{L}\p{N}]|[\u0300-\u036f])+/gu;
+  function fold(word) {
+    return word.normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
+  }
+  function markWords(root, hl) {
+    var terms = (hl || "").split(/\s+/).filter(Boolean).slice(0, 16);
+    if (!terms.length) return;
+    var exact = new Set();
+    var prefixes = [];
+    terms.forEach(function (term) {
+      if (term.length > 64) return;
+      if (term.endsWith("*")) prefixes.push(fold(term.slice(0, -1)));
+      else exact.add(fold(term));
+    });
+    function matches(word) {
+      var folded = fold(word);
+      return exact.has(folded) || prefixes.some(function (p) { return p && folded.startsWith(p); });
+    }
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (node) {
+        return node.parentElement.closest("script, style, textarea, mark")
+          ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      },
+    });
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      var text = node.nodeValue, done = 0, pieces = [], found;
+      WORD.lastIndex = 0;
+      while ((found = WORD.exec(text))) {
+        if (!matches(found[0])) continue;
+        pieces.push(document.createTextNode(text.slice(done, found.index)));
+        var mark = document.createElement("mark");
+        mark.className = "search-mark";
+        mark.textContent = found[0];
+        pieces.push(mark);
+        done = found.index + found[0].length;
+      }
+      if (!pieces.length) return;
+      pieces.push(document.createTextNode(text.slice(done)));
+      node.replaceWith.apply(node, pieces);
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
     announceFinished(true);
     decorate(document);
+    measureChrome();
     if (!transcript()) return; // the list and other pages open at the top
     if (revealAnchor()) stickToBottom = false;
     else scroller().scrollTop = scroller().scrollHeight;
