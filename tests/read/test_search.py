@@ -578,8 +578,8 @@ def test_w9_snippets_are_plain_text_without_markdown_syntax(user):
             {
                 "type": "agent.step.completed",
                 "message_id": "a1",
-                "content": "## Result\n\nRun **`pytest -x`** now, as [the guide](https://ex.org/g) says.\n\n"
-                "```sh\npytest --lf\n```",
+                "content": "## Result\n\nRun **`pytest -x`** now, as "
+                "[the guide](https://ex.org/g) says.\n\n```sh\npytest --lf\n```",
             }
         ],
     )
