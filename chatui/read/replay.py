@@ -136,6 +136,24 @@ class Moment:
     projected_from: int = 0
 
 
+@dataclass(frozen=True)
+class Steps:
+    """W10 (docs/rendering.md#w10): the moments one event either side of the one shown,
+    as the addresses the time travel page's previous / next buttons (and ←/→) open;
+    None at either end of the log."""
+
+    previous: str | None
+    next: str | None
+
+
+def steps(conversation: Conversation, at: Moment) -> Steps:
+    here = conversation.get_absolute_url()
+    return Steps(
+        previous=f"{here}?at={at.seq - 1}" if at.seq > 0 else None,
+        next=f"{here}?at={at.seq + 1}" if at.seq < at.last_seq else None,
+    )
+
+
 class Busy(Exception):
     """As many moments as the process allows are being projected (`moment_slot`)."""
 

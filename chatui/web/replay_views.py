@@ -115,9 +115,10 @@ def items_html(items: list[presenters.Item], at: replay.Moment) -> list[SafeStri
 
 def moment_context(conversation: Conversation, at: replay.Moment) -> dict[str, Any]:
     """What `_moment.html#transcript` needs: `replay.transcript_context`, and its items'
-    HTML (`items_html`)."""
+    HTML (`items_html`); and the moments either side (W10)."""
     context = replay.transcript_context(conversation, at)
     context["items_html"] = items_html(context["items"], at)
+    context["steps"] = replay.steps(conversation, at)
     return context
 
 

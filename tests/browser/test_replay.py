@@ -130,3 +130,65 @@ def test_sec14_a_past_moment_keeps_its_clock(chatui_server, open_page):
     page.click("[data-back-to-now]")
     expect(page.locator("form#composer")).to_be_attached()
     assert watch.page_errors == []
+
+
+# -- W10: time travel steps --------------------------------------------------------------
+
+
+def test_w10_buttons_and_arrow_keys_step_a_past_moment(showcase, open_page):
+    conversation_id, last_seq = showcase
+    page, watch = open_page(f"/c/{conversation_id}/?at=5")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(f"**/c/{conversation_id}/?at=6")
+    expect(page.locator("#moment-label")).to_contain_text("As of event 6")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(f"**/c/{conversation_id}/?at=5")
+    page.click("[data-moment-step=previous]")
+    page.wait_for_url(f"**/c/{conversation_id}/?at=4")
+    expect(page.locator("#transcript")).to_have_attribute("data-last-seq", "4")
+    # At either end of the log that way is a disabled button, and its key does nothing.
+    page.goto(page.url.replace("?at=4", "?at=0"))
+    expect(page.locator(".moment-bar button[aria-label='Previous event']")).to_be_disabled()
+    page.keyboard.press("ArrowLeft")
+    page.goto(page.url.replace("?at=0", f"?at={last_seq}"))
+    expect(page.locator(".moment-bar button[aria-label='Next event']")).to_be_disabled()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(300)
+    assert page.url.endswith(f"?at={last_seq}")
+    assert watch.page_errors == [] and watch.console_errors == []
+
+
+def test_w10_the_moment_bar_is_one_line_on_a_phone(showcase, open_page):
+    conversation_id, _ = showcase
+    page, _ = open_page(f"/c/{conversation_id}/?at=12", width=375, height=740)
+    middles = page.eval_on_selector_all(
+        ".moment-bar > *",
+        "els => els.map(el => {"
+        " const r = el.getBoundingClientRect(); return r.top + r.height / 2; })",
+    )
+    assert max(middles) - min(middles) < 2, middles  # one row: every item on one line
+    label = page.locator("#moment-label").bounding_box()
+    assert label["height"] < 24  # and the label itself one line of text
+    bar = page.locator(".moment-bar").bounding_box()
+    assert bar["x"] + bar["width"] <= 375
+    expect(page.locator("#moment-label")).to_contain_text("As of event 12")
+    # Its buttons keep their names for a screen reader.
+    expect(page.locator("[data-back-to-now]")).to_have_accessible_name("Back to now")
+
+
+def test_w10_replay_length_follows_the_speed(chatui_server, open_page):
+    conversation_id = chatui_server.new_conversation("length")
+    chatui_server.post_events(
+        conversation_id,
+        [
+            {"type": "user.message", "content": f"m{n}", "timestamp": f"2026-11-02T10:00:{s}Z"}
+            for n, s in enumerate(("00", "02", "04", "06", "08"))
+        ],
+    )
+    page, _ = open_page(f"/c/{conversation_id}/replay")
+    length = page.locator("[data-replay-length]")
+    expect(length).to_have_text("0:08 at 1×")
+    page.select_option("[data-replay-speed]", "4")
+    expect(length).to_have_text("0:02 at 4×")
+    page.select_option("[data-replay-speed]", "16")
+    expect(length).to_have_text("0:01 at 16×")

@@ -17,6 +17,7 @@ from django.test import Client
 
 from chatui.ingest.service import ingest
 from chatui.models import Conversation, Event, Message, Run
+from chatui.read import replay
 from chatui.read.serializers import message_to_dict
 from tests.support.fixtures import load_fixture
 from tests.support.hostile import hostile_events
@@ -145,7 +146,7 @@ def test_sec14_label_link_back_to_now_and_read_only(user):
     conversation = Conversation.objects.create(owner=user, title="T")
     ingest(conversation, recorded())
     page = page_client(user).get(conversation.get_absolute_url(), {"at": 3}).content.decode()
-    assert "As of event 3 · " in page
+    assert "As of event 3 · " in re.sub(r"<[^>]+>", "", page)  # its text, as read
     assert "2026-11-02 09:00:03" in page  # event 3's recorded time
     assert f'href="{conversation.get_absolute_url()}" data-back-to-now' in page
     assert 'id="composer"' not in page and "data-stop-run" not in page
@@ -250,7 +251,7 @@ def test_sec14_replay_fragment_is_the_transcript_and_its_label(user):
     page = client.get(conversation.get_absolute_url(), {"at": 7}).content.decode()
     assert transcript_of(fragment) == transcript_of(page)
     assert re.search(r'<p id="moment-label"[^>]*hx-swap-oob="true"', fragment)
-    assert "As of event 7 · " in fragment
+    assert "As of event 7 · " in re.sub(r"<[^>]+>", "", fragment)
 
 
 def test_sec14_admin_change_page_links_to_replay_and_time_travel(user):
@@ -314,3 +315,13 @@ def test_sec14_time_travel_sends_the_real_sqlite_database_reads_only(user):
         assert client.get(f"/c/{conversation.pk}/replay").status_code == 200
     assert statements
     assert [sql for sql in statements if not sql.lstrip().upper().startswith("SELECT")] == []
+
+
+def test_w10_steps_are_the_moments_either_side_and_none_at_the_ends(user):
+    conversation = Conversation.objects.create(owner=user, title="steps")
+    ingest(conversation, [{"type": "user.message", "content": f"m{n}"} for n in range(3)])
+    here = conversation.get_absolute_url()
+    first, middle, last = (replay.moment(conversation, seq) for seq in (0, 2, 3))
+    assert replay.steps(conversation, first) == replay.Steps(None, f"{here}?at=1")
+    assert replay.steps(conversation, middle) == replay.Steps(f"{here}?at=1", f"{here}?at=3")
+    assert replay.steps(conversation, last) == replay.Steps(f"{here}?at=2", None)

@@ -38,10 +38,12 @@
   var length = offsets[lastSeq] || 0;
   bar.setAttribute("data-replay-ms", String(length));
   var lengthNote = bar.querySelector("[data-replay-length]");
-  if (lengthNote) {
-    var seconds = Math.round(length / 1000);
+  // W10: the length the reader will sit through, at the speed chosen.
+  function showLength() {
+    if (!lengthNote) return;
+    var seconds = Math.round(length / speed() / 1000);
     lengthNote.textContent =
-      Math.floor(seconds / 60) + ":" + String(seconds % 60).padStart(2, "0") + " at 1×";
+      Math.floor(seconds / 60) + ":" + String(seconds % 60).padStart(2, "0") + " at " + speed() + "×";
   }
 
   var shown = parseInt(bar.getAttribute("data-shown-seq") || "0", 10);
@@ -146,8 +148,11 @@
   });
 
   speedSelect.addEventListener("change", function () {
+    showLength();
     if (playing) restartClock();
   });
+
+  showLength();
 
   scrubber.addEventListener("input", function () {
     show(parseInt(scrubber.value, 10));
