@@ -73,6 +73,21 @@ def test_sec10_axe_conversation_first_load(schemed, finished, scheme):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
+def test_w10_axe_time_travel_page_with_its_steps(schemed, finished, scheme):
+    page = schemed(f"/c/{finished}/?at=12", scheme)
+    expect(page.locator("[data-moment-step=previous]")).to_be_visible()
+    assert_no_serious_violations(page, f"time travel ({scheme})")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_w8_axe_the_keys_list_open(schemed, finished, scheme):
+    page = schemed(f"/c/{finished}/", scheme)
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_visible()
+    assert_no_serious_violations(page, f"keys list ({scheme})")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
 def test_sec10_axe_conversation_during_and_after_a_streaming_run(schemed, chatui_server, scheme):
     conversation_id = chatui_server.new_conversation("Streaming")
     run = [
