@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -60,16 +61,32 @@ def chatui_server(tmp_path_factory):
         yield server
 
 
+def close_on_every_thread_of(pool: ThreadPoolExecutor, threads: int, work) -> None:
+    """Run `work` once on each of `pool`'s `threads` threads: each task waits at a
+    barrier until all have started, so no thread can take two."""
+    barrier = threading.Barrier(threads)
+
+    def once() -> None:
+        barrier.wait(timeout=30)
+        work()
+
+    for done in [pool.submit(once) for _ in range(threads)]:
+        done.result(timeout=30)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def writer_connections_closed_at_the_end(django_db_setup, django_db_blocker):
-    """The writer threads (chatui.ingest.writer_threads) and the token lookup thread
-    (chatui.web.tokens) outlive every test and keep their database connections; before
+    """The writer threads (chatui.ingest.writer_threads), the token lookup thread
+    (chatui.web.tokens) and others outlive every test and keep their database connections; before
     the test database is dropped at the session's end they close them (PostgreSQL refuses to drop a
     database someone is connected to). On a thread of its own: a browser test's
     Playwright may still hold this thread's event loop."""
     yield
-    from django.db import connection
+    from asgiref.sync import SyncToAsync
+    from django.conf import settings
+    from django.db import connection, connections
 
+    from chatui.live import handshakes
     from chatui.web import tokens
     from tests.support.writer import close_writer_connections
 
@@ -78,6 +95,19 @@ def writer_connections_closed_at_the_end(django_db_setup, django_db_blocker):
         closing.start()
         closing.join(timeout=30)
         tokens._token_thread.submit(lambda: connection.close()).result(timeout=30)
+        # asgiref's one thread for thread-sensitive sync code: async tests' plain
+        # `sync_to_async(ingest)` calls leave its connection open (only Channels'
+        # database_sync_to_async closes them around each call).
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+        # The handshake threads (chatui.live.handshakes), as left by async tests.
+        close_on_every_thread_of(
+            handshakes._pool(), settings.CHATUI_HANDSHAKE_THREADS, connections.close_all
+        )
+        # In cluster mode a connection's close returns it to psycopg's pool, still
+        # connected: close the pool too, or PostgreSQL refuses to drop the database
+        # ("test_chatui is being accessed by other users").
+        if connection.vendor == "postgresql" and connection.settings_dict["OPTIONS"].get("pool"):
+            connection.close_pool()
 
 
 @pytest.fixture(autouse=True)
