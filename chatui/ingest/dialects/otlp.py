@@ -17,6 +17,7 @@ import base64
 import binascii
 import json
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,11 +179,10 @@ def any_value(value: Any) -> Any:
 def attributes(pairs: Any) -> dict[str, Any]:
     """OTLP's key-value list (a map: its order means nothing) as an object, its keys
     sorted: as a span's canonical JSON, which is logged as it is (`span_record`)."""
-    return {pair.key: any_value(pair.value) for pair in sorted(pairs, key=_key)}
+    return {pair.key: any_value(pair.value) for pair in sorted(pairs, key=_KEY)}
 
 
-def _key(pair: Any) -> str:
-    return pair.key
+_KEY = operator.attrgetter("key")
 
 
 def span_record(span: Any) -> dict[str, Any]:
