@@ -356,7 +356,7 @@ class Message(FastLoad):
         row = _bare(
             cls, {"id": None, "conversation_id": conversation.pk, **values}, db=None, adding=True
         )
-        if row is None or len(row.__dict__) != len(_attnames(cls)) + 1:  # + `_state`
+        if row is None or len(loaded_values(row)) != len(_attnames(cls)) + 1:  # + `_state`
             return cls(conversation=conversation, **values)
         row._state.fields_cache["conversation"] = conversation
         return row
