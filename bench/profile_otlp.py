@@ -123,6 +123,8 @@ PARTS = [
     ("chatui.web.otlp", "otlp.decode"),
     ("chatui.ingest.traces", "span_events"),
     ("chatui.ingest.traces", "normalise_event"),
+    ("chatui.ingest.traces", "span_event"),
+    ("chatui.ingest.service", "chain.chain"),
     ("chatui.ingest.traces", "ingest_normalised"),
     ("chatui.ingest.service", "_drop_duplicates"),
     ("chatui.ingest.service", "EVENT_INSERT.run"),

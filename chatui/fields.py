@@ -35,6 +35,22 @@ class AsJsonb(Func):
 JSONB_LOOKUPS = frozenset({"has_key", "has_keys", "has_any_keys", "contains", "contained_by"})
 
 
+class EncodedJSON(dict):
+    """A JSON object that comes with its JSON text, written as that text: a value
+    already encoded for its hash is not encoded again for its column (an OTLP span's
+    event, docs/PERFORMANCE.md#p8). `text` must be the encoding of the dict as it is,
+    keys in the dict's order: it is what a read gives back."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict[str, Any], text: str):
+        super().__init__(value)
+        self.text = text
+
+    def __reduce__(self):  # pickled (a cache) as the plain dict it reads back as
+        return dict, (dict(self),)
+
+
 class OrderedJSONField(models.JSONField):
     def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
         if connection.vendor == "postgresql":
@@ -42,6 +58,12 @@ class OrderedJSONField(models.JSONField):
         return super().db_type(connection)
 
     def get_db_prep_value(self, value: Any, connection: BaseDatabaseWrapper, prepared=False):
+        if type(value) is EncodedJSON:
+            if connection.vendor != "postgresql":
+                return value.text
+            from psycopg.types.json import Json
+
+            return Json(value, dumps=lambda _value, text=value.text: text)
         if connection.vendor != "postgresql":
             return super().get_db_prep_value(value, connection, prepared)
         from django.db.backends.postgresql.operations import get_json_dumps

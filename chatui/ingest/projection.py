@@ -1433,8 +1433,8 @@ class Projector(OtelHandlers, AguiProjection):
         tool_status: str = "",
         status_type: str = "",
     ) -> Message:
-        message = Message(
-            conversation=self.conversation,
+        message = Message.new(
+            self.conversation,
             message_id=message_id,
             role=role,
             content=content,

@@ -17,6 +17,7 @@ import base64
 import binascii
 import json
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,40 +170,46 @@ def any_value(value: Any) -> Any:
     if kind == "array_value":
         return [any_value(item) for item in value.array_value.values]
     if kind == "kvlist_value":
-        return {pair.key: any_value(pair.value) for pair in value.kvlist_value.values}
+        return attributes(value.kvlist_value.values)
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode("ascii")
     return None
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
-    return {pair.key: any_value(pair.value) for pair in pairs}
+    """OTLP's key-value list (a map: its order means nothing) as an object, its keys
+    sorted: as a span's canonical JSON, which is logged as it is (`span_record`)."""
+    return {pair.key: any_value(pair.value) for pair in sorted(pairs, key=_KEY)}
+
+
+_KEY = operator.attrgetter("key")
 
 
 def span_record(span: Any) -> dict[str, Any]:
-    """The span in OTLP's JSON shape (hex ids, times as decimal text), attributes as an object."""
+    """The span in OTLP's JSON shape (hex ids, times as decimal text), attributes as an
+    object. Every object's keys in sorted order: the span is logged as its canonical
+    JSON (chatui.ingest.traces), which reads back in that order, so the projector reads
+    the same span live as when it re-projects."""
     record: dict[str, Any] = {
-        "traceId": span.trace_id.hex(),
-        "spanId": span.span_id.hex(),
-        "name": span.name,
-        "kind": span.kind,
-        "startTimeUnixNano": str(span.start_time_unix_nano),
-        "endTimeUnixNano": str(span.end_time_unix_nano),
         "attributes": attributes(span.attributes),
+        "endTimeUnixNano": str(span.end_time_unix_nano),
     }
-    if span.parent_span_id:
-        record["parentSpanId"] = span.parent_span_id.hex()
     if span.events:
         record["events"] = [
             {
+                "attributes": attributes(event.attributes),
                 "name": event.name,
                 "timeUnixNano": str(event.time_unix_nano),
-                "attributes": attributes(event.attributes),
             }
             for event in span.events
         ]
+    record |= {"kind": span.kind, "name": span.name}
+    if span.parent_span_id:
+        record["parentSpanId"] = span.parent_span_id.hex()
+    record |= {"spanId": span.span_id.hex(), "startTimeUnixNano": str(span.start_time_unix_nano)}
     if span.status.code or span.status.message:
         record["status"] = {"code": span.status.code, "message": span.status.message}
+    record["traceId"] = span.trace_id.hex()
     return record
 
 

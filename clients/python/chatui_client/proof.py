@@ -53,24 +53,34 @@ def canonical(value: Any) -> bytes:
     (docs/PERFORMANCE.md#p9): those are written by the C encoder, the rest by `rfc8785`,
     the reference. tests/ingest/test_chain.py checks the two agree on generated JSON."""
     text = _ENCODER.encode(value)
-    # (The `in` tests, in C, spare most events the regular expression: such a float holds
-    # ".0", or "e+" / "e-" as Python writes exponents.)
-    maybe_float = ".0" in text or "e+" in text or "e-" in text
-    if (maybe_float and _DIFFERING_FLOAT.search(text)) or (
+    if _writes_a_differing_float(text) or (
         not text.isascii() and max(text) >= "\ue000" and not _keys_sort_alike(value)
     ):
         return _rfc8785(value)
     return text.encode()
 
 
+def _writes_a_differing_float(text: str) -> bool:
+    """Whether the encoder's `text` may hold a float RFC 8785 writes otherwise (then the
+    slower way is taken). The `in` tests, in C, spare most events the expressions; each
+    expression begins with a literal, which `re` scans for quickly: one expression with
+    both alternatives tried each at every character, 4–5× slower on an OTLP span's ~5 KB
+    (every span's resource holds ".0", a version; docs/PERFORMANCE.md#p8)."""
+    return (".0" in text and _INTEGRAL_FLOAT.search(text) is not None) or (
+        ("e+" in text or "e-" in text) and _EXPONENT_FLOAT.search(text) is not None
+    )
+
+
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
-# A float the encoder writes otherwise than RFC 8785: with an exponent ("1e+16", "1.5e-07")
-# or integral ("2.0", "-0.0"), each a whole token, before ",", "}", "]" or the end. Any other
-# float is written alike: `rfc8785` formats str(float) and changes only those. Text in a
-# string may look the same ("v2.0]"): that only costs the slower way.
-_DIFFERING_FLOAT = re.compile(r"\.0(?=[,}\]]|$)|\d[eE][-+]?\d+(?=[,}\]]|$)")
+# The floats the encoder writes otherwise than RFC 8785: integral ("2.0", "-0.0") or with
+# an exponent ("1e+16", "1.5e-07": Python writes a lower-case "e" and a sign), each a whole
+# token, before ",", "}", "]" or the end. Any other float is written alike: `rfc8785`
+# formats str(float) and changes only those. Text in a string may look the same ("v2.0]",
+# "see-1]"): that only costs the slower way.
+_INTEGRAL_FLOAT = re.compile(r"\.0(?=[,}\]]|$)")
+_EXPONENT_FLOAT = re.compile(r"e[-+]\d+(?=[,}\]]|$)")
 
 
 def _keys_sort_alike(value: Any) -> bool:
