@@ -39,7 +39,9 @@ def _step(payload: dict[str, Any]) -> str:
 
 
 def _started(payload: dict[str, Any]) -> str:
-    line = call_line(str(payload.get("tool_name", "")), payload.get("args"), payload.get("args_summary"))
+    line = call_line(
+        str(payload.get("tool_name", "")), payload.get("args"), payload.get("args_summary")
+    )
     attempt = payload.get("attempt")
     return line + (f" · attempt {attempt}" if isinstance(attempt, int) else "")
 

@@ -300,11 +300,10 @@ def _segments(moments: _Moments, origin: datetime, span: float) -> tuple[Segment
     if moments.asked:
         waited_until = moments.decided or moments.end
         parts.append(_segment("wait", moments.asked, waited_until, origin, span))
-    if moments.outcome in RAN or moments.outcome == Outcome.CANCELLED:
+    running = moments.message.tool_status == ToolStatus.RUNNING
+    if moments.outcome in RAN or moments.outcome == Outcome.CANCELLED or running:
         parts.append(_segment("run", moments.start, moments.end, origin, span))
-    elif moments.outcome == Outcome.PENDING and not moments.asked:
-        parts.append(_segment("wait", moments.start, moments.end, origin, span))
-    elif not parts:  # denied with no request on record: a mark where it was decided
+    elif (moments.outcome == Outcome.PENDING and not moments.asked) or not parts:
         parts.append(_segment("wait", moments.start, moments.end, origin, span))
     return tuple(parts)
 

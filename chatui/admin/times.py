@@ -50,9 +50,7 @@ def iso_time(moment: datetime | None) -> str:
     return _local(moment).isoformat(timespec="milliseconds")
 
 
-def time_element(
-    moment: datetime | None, *, millis: bool = False, zone: bool = True
-) -> SafeString:
+def time_element(moment: datetime | None, *, millis: bool = False, zone: bool = True) -> SafeString:
     """`<time datetime="ISO" title="ISO">2026-11-22 18:04:05 UTC</time>`, or "—"; to the
     millisecond with `millis`, without the zone's name with `zone=False`."""
     if moment is None:

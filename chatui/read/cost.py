@@ -100,7 +100,9 @@ def step_cost(metadata: Mapping[str, Any], table: Mapping[str, Price]) -> Decima
     usage = metadata.get("usage")
     if isinstance(usage, Mapping):
         price = table.get(usage.get("model")) if isinstance(usage.get("model"), str) else None
-        counts = [contract_number(usage.get(key), MAX_TOKENS, integral=True) for key in USAGE_COUNTS]
+        counts = [
+            contract_number(usage.get(key), MAX_TOKENS, integral=True) for key in USAGE_COUNTS
+        ]
         if price is None or None in counts:
             return None
         tokens_in, tokens_out = counts
