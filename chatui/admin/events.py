@@ -12,6 +12,7 @@ from django.contrib import admin
 from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from chatui.ingest.dialects import agui
 from chatui.models import Event, Run
@@ -75,7 +76,12 @@ class EventAdmin(ConversationScopedAdmin):
 
     @admin.display(description="type", ordering="type")
     def type_shown(self, obj):
-        return format_html('<code class="chatui-event-type">{}</code>', obj.type)
+        # A3: long types wrap at their dots ("agent.<wbr>tool.<wbr>completed"), never
+        # inside a word.
+        parts = format_html_join(
+            mark_safe(".<wbr>"), "{}", ((part,) for part in obj.type.split("."))
+        )
+        return format_html('<code class="chatui-event-type">{}</code>', parts)
 
     @admin.display(description="time", ordering="timestamp")
     def time_shown(self, obj):

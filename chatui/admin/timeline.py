@@ -57,7 +57,7 @@ MIN_BAR = 0.4
 #: Steps of the time axis, in ms: the first that gives at most MAX_TICKS intervals.
 TICK_STEPS = [
     unit * factor
-    for unit in (1, 10, 100, 1000, 10_000, 60_000, 600_000, 3_600_000)
+    for unit in (1, 10, 100, 1000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000)
     for factor in (1, 2, 5)
 ]
 MAX_TICKS = 6
@@ -273,7 +273,9 @@ def _marks(moments: _Moments) -> tuple[SafeString, ...]:
 
 
 def _ticks(span_ms: float) -> list[Tick]:
-    step = next((step for step in TICK_STEPS if span_ms / step <= MAX_TICKS), TICK_STEPS[-1])
+    # Past the list (a run left "running" for months): whole multiples of its last step.
+    fallback = TICK_STEPS[-1] * -(-span_ms // (TICK_STEPS[-1] * MAX_TICKS))
+    step = next((step for step in TICK_STEPS if span_ms / step <= MAX_TICKS), fallback)
     ticks = []
     at = 0.0
     while at <= span_ms + 1e-9:
