@@ -161,7 +161,7 @@ def one_of(*choices: str) -> Checker:
     return check
 
 
-#: S4 (docs/events.md#agentstepcompleted): what chatui reads of a step's `usage`; other keys
+#: S4 (docs/events.md#agent-step-completed): what chatui reads of a step's `usage`; other keys
 #: stay in the log, unread.
 USAGE_COUNTS = ("input_tokens", "output_tokens")
 
