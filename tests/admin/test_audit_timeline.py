@@ -295,9 +295,14 @@ def test_a2_no_raw_iso_with_microseconds_on_the_audit_page(auditor_client, appro
         f"/admin/chatui/conversation/{approvals_run.pk}/change/",
         f"/admin/chatui/event/?conversation={approvals_run.pk}",
         f"/admin/chatui/run/?conversation={approvals_run.pk}",
+        f"/admin/chatui/message/?conversation={approvals_run.pk}",
     ):
         text = auditor_client.get(path).content.decode()
         assert re.search(r"\d\d:\d\d:\d\d\.\d{4,}", text) is None, path
+        # To the second, the ISO value on hover (Django's default said "10 a.m.").
+        assert re.search(
+            r'<time datetime="[^"]+" title="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d', text
+        ), path
     page = auditor_client.get(f"/admin/chatui/conversation/{approvals_run.pk}/change/")
     assert re.search(
         r"data-approval-row><code>t1</code>: approved by rev&lt;i&gt;ewer&lt;/i&gt; at <time "
