@@ -17,3 +17,9 @@ class ChatuiConfig(AppConfig):
         # access was taken away to auth's signals.
         from chatui.agents import agui  # noqa: F401
         from chatui.live import approval_clock, broadcast, revocation  # noqa: F401
+
+        # S4: a CHATUI_PRICES that cannot be read stops the start, naming what is wrong,
+        # rather than failing each page that shows a cost.
+        from chatui.read.cost import prices
+
+        prices()

@@ -65,6 +65,9 @@ DEFAULTS: dict[str, Any] = {
     # The checkpoints' signing key (chatui.ingest.signing), made on first use
     # (docs/auditing.md#the-signing-key).
     "CHATUI_SIGNING_KEY_FILE": "var/signing_key",
+    # S4 (chatui.read.cost): each model's US dollars per million tokens in and out,
+    # {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}; none: no cost is shown.
+    "CHATUI_PRICES": {},
 }
 
 

@@ -238,6 +238,9 @@ CHATUI_MAX_LONG_POLLS_PER_USER = int(app_setting("CHATUI_MAX_LONG_POLLS_PER_USER
 # docs/sharing.md: auditors' notes on the owner's page; a share link's default expiry.
 CHATUI_NOTES_VISIBLE_TO_OWNER = env_bool("CHATUI_NOTES_VISIBLE_TO_OWNER", True)
 CHATUI_SHARE_DEFAULT_DAYS = int(app_setting("CHATUI_SHARE_DEFAULT_DAYS"))
+# S4 (docs/rendering.md#s4): JSON, {"model": {"input": 0.15, "output": 0.6}} US dollars per
+# million tokens; read (and checked at startup) by chatui.read.cost.
+CHATUI_PRICES = app_setting("CHATUI_PRICES")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -248,7 +251,8 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+# A2 (docs/rendering.md#a2): the time zone the admin shows times in (an IANA name).
+TIME_ZONE = os.environ.get("DJANGO_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 

@@ -23,6 +23,7 @@ ALLOWED_FUNCTION_IMPORTS = {
     ("chatui.apps", "chatui.live.revocation"): SIGNALS,
     ("chatui.apps", "chatui.agents"): SIGNALS,
     ("chatui.apps", "chatui.agents.agui"): SIGNALS,
+    ("chatui.apps", "chatui.read.cost"): "AppConfig.ready checks CHATUI_PRICES at startup",
 }
 
 

@@ -28,7 +28,7 @@ from chatui.text import human_size
 from chatui.web.note_views import note_context
 
 from .base import VIEW_SECRETS, ConversationFilter, masked_message
-from .timeline import first_error_anchor, run_summaries
+from .timeline import entry_anchors, first_error_anchor, run_summaries
 
 #: Messages of a conversation shown in its admin page (the latest ones; the
 #: window never cuts a tool batch in two). Exports hold everything.
@@ -59,7 +59,7 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_has_earlier": has_earlier,
         "audit_shown": len(window),
         "audit_total": getattr(conversation, "n_messages", len(window)),
-        "audit_summary": run_summaries(conversation, window),
+        "audit_summary": run_summaries(conversation, window, entry_anchors(items)),
         # A4: the log's verification verdict first, with the key it is checked by
         # (docs/auditing.md#checking-a-log).
         "audit_verdict": verify(conversation),

@@ -17,7 +17,6 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
@@ -38,7 +37,7 @@ from .filters import HasErrorsFilter, ToolNameFilter
 from .imports import ImportViewMixin
 from .notes import HasNotesFilter, NoteLabelFilter, NoteViewMixin
 from .reveal import RevealViewMixin
-from .timeline import exact_time
+from .times import time_element
 
 
 @admin.register(Conversation)
@@ -118,17 +117,17 @@ class ConversationAdmin(ImportViewMixin, RevealViewMixin, NoteViewMixin, AuditAd
 
     @admin.display(description="updated", ordering="updated_at")
     def updated_shown(self, obj):
-        # To the minute and short, so the list fits 1280 px beside the filters; the
-        # audit page gives the exact time to the second.
-        return f"{timezone.localtime(obj.updated_at):%Y-%m-%d %H:%M}"
+        # A2: to the second, the ISO value on hover; short (no zone, the page's zone is
+        # the site's) so the list fits 1280 px beside the filters.
+        return time_element(obj.updated_at, zone=False)
 
     @admin.display(description="created at")
     def created_exact(self, obj):
-        return exact_time(obj.created_at)
+        return time_element(obj.created_at)
 
     @admin.display(description="updated at")
     def updated_exact(self, obj):
-        return exact_time(obj.updated_at)
+        return time_element(obj.updated_at)
 
     @admin.display(description="owner", ordering="owner__username")
     def owner_shown(self, obj):

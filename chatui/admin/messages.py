@@ -17,6 +17,7 @@ from .base import (
     masked_message,
     revealed,
 )
+from .times import timed
 
 
 @admin.register(Message)
@@ -29,7 +30,7 @@ class MessageAdmin(ConversationScopedAdmin):
         "tool_status",
         "status_type",
         "content_excerpt",
-        "timestamp",
+        "timestamp_shown",
     )
     list_display_links = ("position", "role")
     list_filter = (ConversationFilter, "role", "tool_status", "status_type")
@@ -51,10 +52,12 @@ class MessageAdmin(ConversationScopedAdmin):
         "status_type",
         "is_final",
         "updated_seq",
-        "timestamp",
+        "timestamp_shown",
         "content_shown",
         "metadata_shown",
     )
+
+    timestamp_shown = timed("timestamp", "timestamp", millis=True)  # A2
 
     def get_search_results(self, request, queryset, search_term):
         """Through the full-text index, which holds masked text (T3): a `LIKE` over the

@@ -23,6 +23,7 @@ from chatui.web.note_views import form_note
 
 from .base import AuditAdmin, ReadOnlyAdmin
 from .filters import ExistsFilter
+from .times import timed
 
 
 class HasNotesFilter(ExistsFilter):
@@ -76,12 +77,20 @@ class NoteViewMixin:
 class NoteAdmin(ReadOnlyAdmin):
     """Every note, as projected from its `audit.note` event (the event is the record)."""
 
-    list_display = ("at", "author", "label", "target_kind", "target_id", "conversation", "seq")
+    list_display = (
+        "at_shown",
+        "author",
+        "label",
+        "target_kind",
+        "target_id",
+        "conversation",
+        "seq",
+    )
     list_filter = ("label", "author")
     search_fields = ("text", "author", "target_id")
     ordering = ("-at",)
     fields = (
-        "at",
+        "at_shown",
         "author",
         "conversation",
         "seq",
@@ -92,6 +101,7 @@ class NoteAdmin(ReadOnlyAdmin):
         "text",
     )
     list_select_related = ("conversation",)
+    at_shown = timed("at", "at")  # A2
 
 
 @admin.register(ShareLink)
@@ -99,12 +109,12 @@ class ShareLinkAdmin(AuditAdmin):
     list_display = (
         "conversation",
         "created_by",
-        "created_at",
-        "expires_at",
-        "revoked_at",
+        "created_shown",
+        "expires_shown",
+        "revoked_shown",
         "hide_tool_io",
         "open_count",
-        "last_opened_at",
+        "last_opened_shown",
     )
     list_filter = ("hide_tool_io", ("created_by", admin.RelatedOnlyFieldListFilter))
     fields = list_display
@@ -112,6 +122,11 @@ class ShareLinkAdmin(AuditAdmin):
     list_select_related = ("conversation", "created_by")
     ordering = ("-created_at",)
     actions = ("revoke_links",)
+    # A2 (docs/rendering.md#a2): to the second, the ISO value on hover.
+    created_shown = timed("created_at", "created at")
+    expires_shown = timed("expires_at", "expires at")
+    revoked_shown = timed("revoked_at", "revoked at")
+    last_opened_shown = timed("last_opened_at", "last opened at")
 
     def has_revoke_permission(self, request):
         return request.user.has_perm("chatui.change_sharelink")

@@ -12,6 +12,7 @@ from chatui.secrets import mask_text
 from chatui.text import clip
 
 from .base import LIST_TEXT_CHARS, ConversationFilter, ConversationScopedAdmin, revealed
+from .times import time_element
 
 
 @admin.register(Run)
@@ -20,8 +21,8 @@ class RunAdmin(ConversationScopedAdmin):
         "run_id_shown",
         "conversation_shown",
         "status",
-        "started_at",
-        "ended_at",
+        "started_shown",
+        "ended_shown",
         "error_excerpt",
     )
     list_filter = (ConversationFilter, "status")
@@ -34,8 +35,8 @@ class RunAdmin(ConversationScopedAdmin):
         "conversation_shown",
         "run_id_shown",
         "status",
-        "started_at",
-        "ended_at",
+        "started_shown",
+        "ended_shown",
         "started_seq",
         "error_shown",
     )
@@ -46,6 +47,14 @@ class RunAdmin(ConversationScopedAdmin):
         """T3: by the run's masked error line in the index, never a `LIKE` over the
         stored `error_message`, which would find a run by its secret."""
         return search.filter_runs(queryset, search_term), False
+
+    @admin.display(description="started", ordering="started_at")
+    def started_shown(self, obj):
+        return time_element(obj.started_at)  # A2: to the second, ISO on hover
+
+    @admin.display(description="ended", ordering="ended_at")
+    def ended_shown(self, obj):
+        return time_element(obj.ended_at)
 
     @admin.display(description="error")
     def error_excerpt(self, obj):

@@ -8,6 +8,7 @@ from django.contrib import admin
 from chatui.models import ApiToken, SecretReveal
 
 from .base import AuditAdmin, ReadOnlyAdmin
+from .times import timed
 
 
 @admin.register(ApiToken)
@@ -15,13 +16,15 @@ class ApiTokenAdmin(AuditAdmin):
     """Tokens without their hashes. Superusers may revoke (delete) them; new ones
     come from `manage.py create_api_token USERNAME`, which shows the raw key once."""
 
-    list_display = ("prefix_shown", "user", "name", "created_at", "last_used_at")
+    list_display = ("prefix_shown", "user", "name", "created_shown", "last_used_shown")
     list_filter = (("user", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("prefix", "name", "user__username")
-    fields = ("prefix_shown", "user", "name", "created_at", "last_used_at")
+    fields = ("prefix_shown", "user", "name", "created_shown", "last_used_shown")
     readonly_fields = fields
     list_select_related = ("user",)
     ordering = ("-created_at",)
+    created_shown = timed("created_at", "created at")  # A2
+    last_used_shown = timed("last_used_at", "last used at")
 
     @admin.display(description="token", ordering="prefix")
     def prefix_shown(self, obj):
@@ -35,7 +38,8 @@ class ApiTokenAdmin(AuditAdmin):
 class SecretRevealAdmin(ReadOnlyAdmin):
     """Who revealed which entry, when: listed, never added, changed or deleted here."""
 
-    list_display = ("at", "user", "conversation", "message_key")
+    list_display = ("at_shown", "user", "conversation", "message_key")
     list_filter = ("user",)
     ordering = ("-at",)
-    fields = ("at", "user", "conversation", "message_key", "message")
+    fields = ("at_shown", "user", "conversation", "message_key", "message")
+    at_shown = timed("at", "at")  # A2

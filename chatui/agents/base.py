@@ -324,6 +324,7 @@ class AssistantTurn:
         tool_calls: list[ToolCall] | None = None,
         duration_ms: int | None = None,
         tokens: int | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> None:
         """Finalise the message. `content` defaults to the streamed text; the
         duration defaults to the time since the turn began."""
@@ -337,6 +338,8 @@ class AssistantTurn:
             event["tool_calls"] = [call.as_call_info() for call in tool_calls]
         if tokens is not None:
             event["tokens"] = tokens
+        if usage:
+            event["usage"] = usage  # S4 (docs/rendering.md#s4)
         await self.ctx.emit(event)
         self.completed = True
 

@@ -11,7 +11,9 @@ arrives; `tool_calls` deltas are accumulated by index; the step ends with
 `agent.step.completed` carrying the tool calls, the step's duration and its
 token usage. The tools (the same set as the demo's, over the sandbox) run and
 their results go back to the model until it answers without tool calls; that
-final message carries the whole run's duration and tokens (S1). Anything wrong
+final message carries the whole run's duration (S1). Each step carries its own tokens
+and `usage` (in, out, and the configured model, which CHATUI_PRICES prices: S4), so
+the meta line's sum over the steps is the run's. Anything wrong
 with the endpoint — HTTP errors, connection refused, timeouts, a malformed or
 truncated stream — fails the run with an error message that says which. That
 message lands in the event log and exports: it names the endpoint by its origin
@@ -28,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from chatui.ingest.values import MAX_TOKENS
 from chatui.models import Message, Role
 
 from .base import (
@@ -79,6 +82,7 @@ class _Step:
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     finish_reason: str | None = None
     tokens: int | None = None
+    usage: dict[str, Any] | None = None  # S4: {input_tokens, output_tokens}
     duration_ms: int = 0
 
 
@@ -148,7 +152,6 @@ class OpenAIAgent:
     async def run(self, ctx: RunContext) -> None:
         messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
         messages += await load_history(ctx.conversation_id, ctx.user_text)
-        total_tokens = 0
         await ctx.thinking(f"Asking {self.model}…")
         timeout = httpx.Timeout(self.timeout, connect=min(10.0, self.timeout))
         async with httpx.AsyncClient(timeout=timeout) as client:
@@ -156,18 +159,25 @@ class OpenAIAgent:
                 for note in ctx.take_interjections():
                     messages.append({"role": "user", "content": note})
                 step = await self._step(client, ctx, messages)
-                total_tokens += step.tokens or 0
                 if not step.calls:
                     await step.turn.complete(
                         step.text,
                         duration_ms=round((time.monotonic() - ctx.started) * 1000),
-                        tokens=total_tokens or None,
+                        tokens=step.tokens,
+                        usage=self._usage(step),
                     )
                     return
                 await self._use_tools(ctx, step, messages)
         await ctx.continuation(
             should_continue=False, stop_reason="steps_limit", resolved_by="StepsLimit"
         )
+
+    def _usage(self, step: _Step) -> dict[str, Any] | None:
+        """S4: the step's tokens in and out, named by the model as configured (the name
+        CHATUI_PRICES is written with), not as the endpoint spells its version."""
+        if step.usage is None:
+            return None
+        return {**step.usage, "model": self.model[:200]} if self.model else step.usage
 
     async def _use_tools(
         self, ctx: RunContext, step: _Step, messages: list[dict[str, Any]]
@@ -182,6 +192,7 @@ class OpenAIAgent:
             tool_calls=[call for _, call, _ in calls],
             duration_ms=step.duration_ms,
             tokens=step.tokens,
+            usage=self._usage(step),
         )
         messages.append(
             {
@@ -290,6 +301,15 @@ def _apply_chunk(step: _Step, chunk: dict[str, Any]) -> str:
         if not isinstance(total, int):
             total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
         step.tokens = total if isinstance(total, int) and total >= 0 else step.tokens
+        counts = {
+            ours: value
+            for ours, theirs in (
+                ("input_tokens", "prompt_tokens"),
+                ("output_tokens", "completion_tokens"),
+            )
+            if isinstance(value := usage.get(theirs), int) and 0 <= value <= MAX_TOKENS
+        }
+        step.usage = counts if len(counts) == 2 else step.usage
     choices = chunk.get("choices") or []
     if not isinstance(choices, list):
         raise AgentError("Malformed stream from the model endpoint: 'choices' is not a list")

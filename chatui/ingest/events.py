@@ -50,6 +50,7 @@ from .values import (
     short_name,
     string,
     token_count,
+    token_usage,
     tool_call_list,
     unstorable,
 )
@@ -130,6 +131,8 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "tool_calls": (tool_call_list, False),
         "duration_ms": (duration, False),
         "tokens": (token_count, False),
+        # S4 (docs/rendering.md#s4): the model's count in and out, priced by CHATUI_PRICES.
+        "usage": (token_usage, False),
     },
     "agent.tool.started": {
         "tool_call_id": (id_string, True),

@@ -56,7 +56,13 @@ from . import search_index
 from .agui_projection import AguiProjection
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .otel_projection import OTEL_TYPES, OtelHandlers
-from .values import details_failure, is_tool_execution_result, result_text
+from .values import (
+    MAX_TOKENS,
+    USAGE_COUNTS,
+    details_failure,
+    is_tool_execution_result,
+    result_text,
+)
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (
@@ -711,6 +717,17 @@ class Projector(OtelHandlers, AguiProjection):
         for key in ("duration_ms", "tokens"):
             if key in payload:
                 metadata[key] = payload[key]
+        if "usage" in payload:
+            usage = {
+                key: payload["usage"][key]
+                for key in (*USAGE_COUNTS, "model")
+                if key in payload["usage"]
+            }
+            metadata["usage"] = usage
+            # S4: a step's tokens are its `tokens`, else its usage's in + out.
+            counts = [usage[key] for key in USAGE_COUNTS if key in usage]
+            if "tokens" not in metadata and counts:
+                metadata["tokens"] = min(sum(counts), MAX_TOKENS)
         if message is None:
             message = self._create(
                 event,

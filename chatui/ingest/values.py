@@ -161,6 +161,24 @@ def one_of(*choices: str) -> Checker:
     return check
 
 
+#: S4 (docs/events.md#agent-step-completed): what chatui reads of a step's `usage`; other keys
+#: stay in the log, unread.
+USAGE_COUNTS = ("input_tokens", "output_tokens")
+
+
+def token_usage(value: Any) -> str | None:
+    """`usage` `{input_tokens, output_tokens, model}`: counts within MAX_TOKENS, a model
+    name that fits a tool name's column; every key optional."""
+    if not isinstance(value, dict):
+        return "must be an object {input_tokens, output_tokens, model}"
+    for key in USAGE_COUNTS:
+        if key in value and (problem := token_count(value[key])) is not None:
+            return f"{key} {problem}"
+    if "model" in value and (problem := short_name(value["model"])) is not None:
+        return f"model {problem}"
+    return None
+
+
 def tool_call_list(value: Any) -> str | None:
     return None if isinstance(value, list) else "must be an array"
 

@@ -73,6 +73,7 @@ from chatui.text import (
     neutralise,
 )
 
+from .cost import format_cost, run_cost
 from .display import MASKED, AttrText, Display, Html, Key, Text, ToolText
 from .markdown import render_markdown
 from .outcomes import Outcome, outcome_of
@@ -1705,8 +1706,9 @@ def count_unpresented(tools: Iterable[Message]) -> tuple[int, int, int, int]:
 Total = int | float | str | None
 
 
-def meta_line(duration_ms: Total, tokens: Total) -> str | None:
-    """S1: "Assistant · 1.2s · 650 tokens", with what is known."""
+def meta_line(duration_ms: Total, tokens: Total, cost: str | None = None) -> str | None:
+    """S1: "Assistant · 1.2s · 650 tokens", with what is known; S4: " · $0.0042" when
+    CHATUI_PRICES prices the run (chatui.read.cost)."""
     parts = ["Assistant"]
     if duration_ms == MALFORMED:
         parts.append(MALFORMED)
@@ -1716,6 +1718,8 @@ def meta_line(duration_ms: Total, tokens: Total) -> str | None:
         parts.append(f"{MALFORMED} tokens")
     elif tokens is not None:
         parts.append(format_tokens(tokens))
+    if cost:
+        parts.append(cost)
     return " · ".join(parts) if len(parts) > 1 else None
 
 
@@ -1743,6 +1747,7 @@ def _meta_lines(messages: Sequence[Message], shown: set[int]) -> dict[int, str]:
         line = meta_line(
             run_total((meta.get("duration_ms") for meta in metas), MAX_DURATION_MS),
             run_total((meta.get("tokens") for meta in metas), MAX_TOKENS, integral=True),
+            format_cost(run_cost(metas)),
         )
         if line:
             lines[visible[-1].pk] = line

@@ -55,6 +55,9 @@ ADMIN_SVG_CLASSES = {
     "theme-icon-when-dark",
     "theme-icon-when-light",
     "base-svgs",
+    # A1: the audit page's timeline axis and bars (chatui/admin/timeline.py), drawn by
+    # the template from numbers alone.
+    "chatui-tl-svg",
 }
 #: chatui's own W7 icons (chatui/icons/): no text of a transcript can make one.
 OUR_ICON_CLASSES = {f"icon icon--{path.stem}" for path in ICONS.glob("*.svg")}

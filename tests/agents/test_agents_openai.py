@@ -18,6 +18,7 @@ from chatui.agents import start_run, wait_for_run
 from chatui.agents.openai import OpenAIAgent
 from chatui.ingest.service import ingest
 from chatui.models import Event, Message, Run
+from chatui.read.presenters import present_transcript
 from tests.support.leaks import assert_failure_leaks_nothing
 from tests.support.live import free_port as closed_port
 
@@ -197,8 +198,17 @@ def test_a_tool_call_round_trip(conversation):
     assert read.metadata["details"]["kind"] == "file"
     assert calc.tool_call_id.startswith(run_id)  # our ids, not the model's
     assert final.content == "The answer is **14**." and final.is_final
-    assert final.metadata["tokens"] == 140  # S1: the whole run's usage…
-    assert final.metadata["duration_ms"] >= step.metadata["duration_ms"]  # …and time
+    # S1/S4: each step its own tokens, in and out, so the meta line's sum is the run's.
+    assert final.metadata["tokens"] == 80
+    assert step.metadata["usage"]["input_tokens"] == 50
+    assert final.metadata["usage"]["output_tokens"] == 10
+    assert final.metadata["usage"]["model"] == step.metadata["usage"]["model"]
+    window = list(Message.objects.filter(conversation=conversation).order_by("position"))
+    (line,) = [
+        item.meta_line for item in present_transcript(window) if getattr(item, "meta_line", None)
+    ]
+    assert "· 140 tokens" in line
+    assert final.metadata["duration_ms"] >= step.metadata["duration_ms"]  # the run's time
     deltas = Event.objects.filter(
         conversation=conversation, type="agent.message.delta", payload__message_id=final.message_id
     )

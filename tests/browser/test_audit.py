@@ -144,3 +144,50 @@ def test_admin_pages_do_not_overflow_horizontally(auditor_at, chatui_server, aud
         page.wait_for_load_state("load")
         overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
         assert overflow <= 0, f"{path} overflows by {overflow}px at {width}px: {wide(page)}"
+
+
+def test_a1_timeline_bars_are_in_time_order_on_a_time_axis(auditor_at, chatui_server, audited):
+    """docs/rendering.md#a1: per run, the top-level bars start left to right as the rows go
+    down (nested ones sit under their parent), and each bar is drawn inside its axis."""
+    page, watch = auditor_at(1280)
+    page.goto(f"{chatui_server.url}/admin/chatui/conversation/{audited}/change/")
+    runs = page.locator("[data-timeline-steps]")
+    assert runs.count() >= 2
+    for index in range(runs.count()):
+        rows = runs.nth(index).evaluate(
+            """ol => [...ol.querySelectorAll('[data-timeline-step]')].map(li => {
+                 const bar = li.querySelector('svg rect:last-of-type').getBoundingClientRect();
+                 const axis = li.querySelector('svg').getBoundingClientRect();
+                 return {depth: +li.dataset.depth, start: +li.dataset.startMs,
+                         left: bar.left, right: bar.right, axisLeft: axis.left,
+                         axisRight: axis.right, width: bar.width};
+               })"""
+        )
+        top = [row for row in rows if row["depth"] == 0]
+        assert [row["start"] for row in top] == sorted(row["start"] for row in top)
+        assert all(row["width"] > 0 for row in rows)
+        assert all(
+            row["axisLeft"] - 0.5 <= row["left"] and row["right"] <= row["axisRight"] + 0.5
+            for row in rows
+        )
+    assert page.locator("[data-timeline-step][data-depth='1']").count() >= 1  # G13
+    assert page.locator("[data-timeline-step][data-outcome='failed']").count() >= 1
+    assert watch.page_errors == [] and watch.console_errors == []  # no CSP refusal either
+
+
+def test_a3_events_list_is_not_cut_off_at_1280px(auditor_at, chatui_server, audited):
+    """docs/rendering.md#a3: every column of one conversation's events is on screen at
+    1280 px (no scrolled-away columns), each row with its own time and an as-of link."""
+    page, _ = auditor_at(1280)
+    page.goto(f"{chatui_server.url}/admin/chatui/event/?conversation={audited}")
+    results = page.locator("#changelist .results")
+    expect(results).to_be_visible()
+    cut = results.evaluate("el => el.scrollWidth - el.clientWidth")
+    assert cut <= 0, f"the events list is cut off by {cut}px: {wide(page)}"
+    overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
+    assert overflow <= 0, f"the page overflows by {overflow}px: {wide(page)}"
+    last_header = page.locator("#result_list thead th").last
+    assert last_header.evaluate("el => el.getBoundingClientRect().right") <= 1280
+    times = page.locator("#result_list td.field-time_shown > time").all_inner_texts()
+    assert len(times) >= 40 and len(set(times)) == len(times)  # each event its own time
+    assert page.locator("[data-as-of-event]").count() == len(times)

@@ -190,6 +190,15 @@ GOOD: dict[str, st.SearchStrategy] = {
     "tool_calls": st.lists(tool_call, max_size=3),
     "duration_ms": st.integers(0, MAX_DURATION_MS) | st.floats(0, MAX_DURATION_MS),
     "tokens": st.integers(0, MAX_TOKENS),
+    # S4 (docs/rendering.md#s4): a step's usage, every key optional
+    "usage": st.fixed_dictionaries(
+        {},
+        optional={
+            "input_tokens": st.integers(0, MAX_TOKENS),
+            "output_tokens": st.integers(0, MAX_TOKENS),
+            "model": contract_id,
+        },
+    ),
     "attempt": st.integers(0, MAX_ATTEMPTS),
     "max_attempts": st.integers(0, MAX_ATTEMPTS),
     "progress": st.floats(0, 1),

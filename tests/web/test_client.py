@@ -161,7 +161,10 @@ def test_sync_client_creates_lists_posts_and_reads(client):
     run.status("thinking", "Hmm…")
     run.say_delta("a1", "Let me ")
     run.say_delta("a1", "look.")
-    run.step_completed("Let me look.", message_id="a1", tool_calls=[ToolCall("c1", "search")])
+    usage = {"input_tokens": 30, "output_tokens": 12, "model": "m-1"}  # S4
+    run.step_completed(
+        "Let me look.", message_id="a1", tool_calls=[ToolCall("c1", "search")], usage=usage
+    )
     batch = client.post_events(
         cid,
         [
@@ -182,6 +185,8 @@ def test_sync_client_creates_lists_posts_and_reads(client):
         ("tool_c1", "tool", "3 hits"),
         # W6 (docs/rendering.md#w6): a normal end (`end_turn`) adds no line
     ]
+    (step,) = [e for e in client.get_events(cid)["events"] if e["type"] == "agent.step.completed"]
+    assert step["payload"]["usage"] == usage
     events = client.get_events(cid, after=5)
     assert [e["seq"] for e in events["events"]] == [6, 7, 8, 9]
     assert events["last_seq"] == 9

@@ -834,8 +834,11 @@ class _RunBase(Generic[R]):
         tool_calls: Iterable[ToolCall | Mapping[str, Any]] | None = None,
         duration_ms: float | None = None,
         tokens: int | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> R:
-        """Finalise an assistant message; its `tool_calls` show as queued until started."""
+        """Finalise an assistant message; its `tool_calls` show as queued until started.
+        ``usage`` is ``{"input_tokens", "output_tokens", "model"}``: the step's tokens,
+        and its cost where the server's ``CHATUI_PRICES`` prices the model."""
         calls = None
         if tool_calls is not None:
             calls = [c.as_dict() if isinstance(c, ToolCall) else dict(c) for c in tool_calls]
@@ -846,6 +849,7 @@ class _RunBase(Generic[R]):
             tool_calls=calls,
             duration_ms=duration_ms,
             tokens=tokens,
+            usage=dict(usage) if usage is not None else None,
         )
 
     def tool_started(
