@@ -57,6 +57,8 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
         "shown": len(messages),
         "last_seq": conversation.last_seq,
         "link": link,
+        # G21: the page's attachments from the link's own URLs (chatui.web.attachment_views)
+        "attachment_base": request.path.removesuffix("/") + "/attachments/",
     }
     response = render(request, "chatui/shared.html", context)
     # The token is in the address: it goes to no other site, and no cache keeps the page.

@@ -235,4 +235,37 @@ class DetailsView(_View):
     pieces: tuple[JsonPiece, ...]
 
 
-RichView = TerminalView | DiffView | CodeView | RecordsView | KeyValueView
+@dataclass(frozen=True)
+class McpPart(_View):
+    """G21: one `content` part of an MCP result, as the page shows it. `kind`:
+    `text` (its `text`, or its `view` when G17–G20 read it), `resource` (an embedded text
+    resource: `label` its URI, `view` its code when G19 knows the language, else `text`),
+    `image` / `audio` (an attachment shown in `<img>` / `<audio>` from `url`), `download`
+    (an attachment served only as a download: SVG, or bytes of no type shown inline),
+    `link` (a resource link: `url` set only for http(s) URIs), `omitted` (bytes over the
+    size limit, not stored) or `malformed` (`note` says what is wrong)."""
+
+    kind: Key
+    text: ToolText = ""
+    view: TerminalView | DiffView | CodeView | RecordsView | KeyValueView | None = None
+    url: Key = ""
+    label: ToolText = ""
+    note: Text = ""  # "PNG image · 1.2 KB · declared image/svg+xml"
+    sha256: Key = ""  # an attachment's digest (a share link's page builds its own URL)
+
+
+@dataclass(frozen=True)
+class McpView(_View):
+    """G21: an MCP `CallToolResult`: its parts in order, then `structuredContent` (G20:
+    a table or key/value list, else its pretty JSON as text); `is_error` its `isError`."""
+
+    kind: ClassVar[str] = "mcp"
+    parts: tuple[McpPart, ...]
+    structured: RecordsView | KeyValueView | None
+    structured_text: ToolText | None
+    is_error: bool
+    source: ToolText  # what Copy output copies: the text parts, joined
+    chars: int
+
+
+RichView = TerminalView | DiffView | CodeView | RecordsView | KeyValueView | McpView
