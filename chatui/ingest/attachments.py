@@ -161,17 +161,25 @@ def extract(result: Any, limit: int) -> tuple[Any, list[Blob]]:
     changed = False
     for part in result["content"]:
         new = part
+        # A reference is chatui's own: one a runtime sends is dropped, so a page never
+        # points at bytes by a digest and a type that ingest did not derive itself.
         if isinstance(part, dict) and part.get("type") in ("image", "audio"):
             data = decode_base64(part.get("data"))
+            if data is not None or REFERENCE_KEY in part:
+                new = {k: v for k, v in part.items() if k not in ("data", REFERENCE_KEY)}
             if data is not None:
-                new = {k: v for k, v in part.items() if k != "data"}
                 new[REFERENCE_KEY] = _reference(data, limit, found)
+            elif "data" in part:
+                new["data"] = part["data"]  # not base64: kept as sent, shown as malformed
         elif isinstance(part, dict) and part.get("type") == "resource":
             resource = part.get("resource")
             data = decode_base64(resource.get("blob")) if isinstance(resource, dict) else None
-            if data is not None:
-                inner = {k: v for k, v in resource.items() if k != "blob"}
-                inner[REFERENCE_KEY] = _reference(data, limit, found)
+            if data is not None or (isinstance(resource, dict) and REFERENCE_KEY in resource):
+                inner = {k: v for k, v in resource.items() if k not in ("blob", REFERENCE_KEY)}
+                if data is not None:
+                    inner[REFERENCE_KEY] = _reference(data, limit, found)
+                elif "blob" in resource:
+                    inner["blob"] = resource["blob"]
                 new = {**part, "resource": inner}
         changed = changed or new is not part
         parts.append(new)

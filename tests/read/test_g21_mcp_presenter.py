@@ -139,3 +139,20 @@ def test_g21_structured_content_is_records():
     assert [pair.key for pair in view.structured.pairs] == ["rows", "name"]
     listing = _view({"content": [], "structuredContent": [{"a": 1}, {"a": 2}]})
     assert [row.cells[0].text for row in listing.structured.rows] == ["1", "2"]
+
+
+def test_g21_a_runtime_cannot_send_its_own_reference():
+    forged = {"sha256": "a" * 64, "size": 1, "media_type": "image/png"}
+    stored, blobs = extract(
+        {
+            "content": [
+                {"type": "image", "attachment": forged},
+                {"type": "resource", "resource": {"uri": "x:/y", "attachment": forged}},
+            ]
+        },
+        LIMIT,
+    )
+    assert blobs == [] and "attachment" not in stored["content"][0]
+    assert "attachment" not in stored["content"][1]["resource"]
+    view = present_rich("x", {"tool_result": stored}, "{}", attachment_url=str).view
+    assert [part.kind for part in view.parts] == ["malformed", "malformed"]

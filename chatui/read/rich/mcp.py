@@ -89,10 +89,10 @@ def _binary(
     if not url:
         return McpPart("omitted", label=label, note=note)
     digest = reference["sha256"]
-    if media_type in INLINE_IMAGE_TYPES:
-        return McpPart("image", url=url, label=label or name, note=note, sha256=digest)
-    if media_type in INLINE_AUDIO_TYPES:
-        return McpPart("audio", url=url, label=label or name, note=note, sha256=digest)
+    if media_type in INLINE_IMAGE_TYPES or media_type in INLINE_AUDIO_TYPES:
+        kind = "image" if media_type in INLINE_IMAGE_TYPES else "audio"
+        alt = label or name
+        return McpPart(kind, url=url, label=alt, note=note, sha256=digest, alt=alt)
     return McpPart("download", url=url, label=label or f"{what} ({name})", note=note, sha256=digest)
 
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
-from ..display import Key, Text, ToolText
+from ..display import AttrText, Key, Text, ToolText
 
 # -- the partials' innermost loops ------------------------------------------------------
 # A rich block holds hundreds of spans, lines or cells; Django's template loop costs
@@ -252,6 +252,7 @@ class McpPart(_View):
     label: ToolText = ""
     note: Text = ""  # "PNG image · 1.2 KB · declared image/svg+xml"
     sha256: Key = ""  # an attachment's digest (a share link's page builds its own URL)
+    alt: AttrText = ""  # an image's alt text, an audio player's label: an attribute value
 
 
 @dataclass(frozen=True)
