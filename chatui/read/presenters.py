@@ -853,6 +853,7 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
         len(message.content),
         display.mask_secrets,  # all an entry takes from `display` (its transform comes later)
         display.hide_tool_io,
+        display.attachment_base,  # G21: a share link's page serves attachments itself
         depth,
         inline_chars(),  # a setting: tests change it
     )
@@ -903,7 +904,7 @@ def _present_entry(
             error=error_text,
             whole=long is None,
             mask_secrets=display.mask_secrets,
-            attachment_url=_attachment_urls(message.conversation_id),
+            attachment_url=_attachment_urls(message.conversation_id, display),
         )
     args = meta.get("args") if rich.call_args is None else rich.call_args
     call = neutralise(call_line(message.tool_name, args, meta.get("args_summary")))
@@ -981,9 +982,12 @@ def _failure(meta: dict[str, Any]) -> str | None:
     return failure
 
 
-def _attachment_urls(conversation_id: Any) -> Callable[[str], str]:
-    """G21: an MCP attachment's address on the conversation's pages (its access checked
-    there: chatui.web.attachment_views)."""
+def _attachment_urls(conversation_id: Any, display: Display) -> Callable[[str], str]:
+    """G21: an MCP attachment's address on the conversation's pages, or on the share link's
+    page `display` is for (its access checked there: chatui.web.attachment_views)."""
+    base = display.attachment_base
+    if base is not None:
+        return lambda sha256: base + sha256
     return lambda sha256: reverse("chatui:attachment", args=[conversation_id, sha256])
 
 

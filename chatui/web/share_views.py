@@ -47,7 +47,9 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
     conversation = link.conversation
     window, has_earlier = selectors.transcript_window(conversation, limit=TRANSCRIPT_LIMIT)
     messages = list(window)
-    display = HIDDEN_IO if link.hide_tool_io else presenters.MASKED
+    # G21: a link's page serves the conversation's attachments under its own address
+    shown = Display(attachment_base=request.path.removesuffix("/") + "/attachments/")
+    display = HIDDEN_IO if link.hide_tool_io else shown
     if link.hide_tool_io:
         messages = sharing.without_tool_io(messages)
     context = {
@@ -57,8 +59,6 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
         "shown": len(messages),
         "last_seq": conversation.last_seq,
         "link": link,
-        # G21: the page's attachments from the link's own URLs (chatui.web.attachment_views)
-        "attachment_base": request.path.removesuffix("/") + "/attachments/",
     }
     response = render(request, "chatui/shared.html", context)
     # The token is in the address: it goes to no other site, and no cache keeps the page.

@@ -156,3 +156,15 @@ def test_g21_a_runtime_cannot_send_its_own_reference():
     assert "attachment" not in stored["content"][1]["resource"]
     view = present_rich("x", {"tool_result": stored}, "{}", attachment_url=str).view
     assert [part.kind for part in view.parts] == ["malformed", "malformed"]
+
+
+def test_g21_mcp_views_are_memoised_with_their_entry(conversation, feed):
+    """docs/PERFORMANCE.md#p9: presented once, like every finished entry."""
+    from tests.support.rich import call
+
+    presenters._FINISHED.clear()
+    feed(*call("m", "chart", {}, result=mcp_result()))
+    message = Message.objects.get(conversation=conversation, role=Role.TOOL)
+    first = presenters.present_tool_entry(message)
+    again = presenters.present_tool_entry(Message.objects.get(pk=message.pk))
+    assert isinstance(first.rich, McpView) and again is first

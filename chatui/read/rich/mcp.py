@@ -88,12 +88,11 @@ def _binary(
     url = url_of(reference["sha256"]) if url_of is not None else ""
     if not url:
         return McpPart("omitted", label=label, note=note)
-    digest = reference["sha256"]
     if media_type in INLINE_IMAGE_TYPES or media_type in INLINE_AUDIO_TYPES:
         kind = "image" if media_type in INLINE_IMAGE_TYPES else "audio"
         alt = label or name
-        return McpPart(kind, url=url, label=alt, note=note, sha256=digest, alt=alt)
-    return McpPart("download", url=url, label=label or f"{what} ({name})", note=note, sha256=digest)
+        return McpPart(kind, url=url, label=alt, note=note, alt=alt)
+    return McpPart("download", url=url, label=label or f"{what} ({name})", note=note)
 
 
 def _link(part: dict) -> McpPart:

@@ -251,8 +251,54 @@ class McpPart(_View):
     url: Key = ""
     label: ToolText = ""
     note: Text = ""  # "PNG image · 1.2 KB · declared image/svg+xml"
-    sha256: Key = ""  # an attachment's digest (a share link's page builds its own URL)
     alt: AttrText = ""  # an image's alt text, an audio player's label: an attribute value
+
+    @cached_property
+    def html(self) -> SafeString | None:
+        """The part written once (a template's branches cost ~10 µs each, as the lines of
+        the other views, docs/PERFORMANCE.md#p9); None for a part shown by a nested view
+        (`rich-view` draws it). Attachments load only from `url`, the conversation's own
+        address, never a data: URI; only `image` is an <img>, only `audio` an <audio>."""
+        if self.view is not None:
+            return None
+        esc = conditional_escape
+        note = f'<span class="mcp-note">{esc(self.note)}</span>' if self.note else ""
+        kind = self.kind
+        if kind == "image":
+            html = (
+                f'<figure class="mcp-figure"><img class="mcp-image" src="{esc(self.url)}"'
+                f' alt="{esc(self.alt)}" loading="lazy" decoding="async" data-attachment>'
+                f"<figcaption>{note}</figcaption></figure>"
+            )
+        elif kind == "audio":
+            html = (
+                f'<audio class="mcp-audio" controls preload="none" src="{esc(self.url)}"'
+                f' aria-label="{esc(self.alt)}" data-attachment></audio> {note}'
+            )
+        elif kind == "download":
+            html = (
+                f'<a class="mcp-download" href="{esc(self.url)}" download data-attachment>'
+                f"{esc(self.label)}</a> {note}"
+            )
+        elif kind == "link":
+            label = esc(self.label)
+            link = (
+                f'<a class="mcp-link" href="{esc(self.url)}" rel="noopener noreferrer nofollow"'
+                f' target="_blank" data-mcp-link>{label}</a>'
+                if self.url
+                else f'<span class="mcp-link" data-mcp-link>{label}</span>'
+            )
+            html = f"{link} {note}" if note else link
+        elif kind in ("text", "resource"):
+            head = f'<div class="mcp-label">{esc(self.label)}</div>' if kind == "resource" else ""
+            html = f'{head}<pre class="mcp-text">{esc(self.text)}</pre>'
+        else:  # omitted, malformed
+            label = f"{esc(self.label)}: " if self.label else ""
+            html = (
+                '<span class="mcp-note mcp-malformed" data-mcp-malformed>'
+                f"{label}{esc(self.note)}</span>"
+            )
+        return mark_safe(html)
 
 
 @dataclass(frozen=True)
