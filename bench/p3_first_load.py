@@ -5,7 +5,8 @@
 
 `--rich` (P9): every tool result renders rich (docs/rendering.md#rich-output): the
 read_file call returns a Python file (G19), the other by turns a coloured test run (G17),
-a diff (G18) or 12 records (G20). The first (cold) load of each size is printed too.
+a diff (G18), 12 records (G20) or an MCP result with a PNG chart, a link and structured
+content (G21; the demo's `chart_cities`). The first (cold) load of each size is printed too.
 
 Builds one conversation per size through the ingest API in big batches. Each
 agent run is: user.message, status running, step.completed (Markdown prose plus
@@ -40,9 +41,12 @@ client.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import threading
 import time
+from functools import cache
+from pathlib import Path
 
 import httpx
 from common import (
@@ -62,8 +66,9 @@ from common import (
 MESSAGES_PER_RUN = 5
 
 # P9 (`--rich`): every tool result renders rich (docs/rendering.md#rich-output) — a Python
-# file highlighted (G19), and by turns a coloured test run (G17), a diff (G18) or records
-# (G20) — each different per run, so none is a copy of another's text.
+# file highlighted (G19), and by turns a coloured test run (G17), a diff (G18), records
+# (G20) or an MCP result with a chart (G21) — each different per run, so none is a copy of
+# another's text.
 RICH_SOURCE = "\n".join(
     [
         '"""Module {run}: parsing and checks."""',
@@ -97,14 +102,29 @@ RICH_DIFF = (
 )
 
 
+@cache
+def _cities_chart():
+    """The demo's MCP chart (chatui/agents/tools/charts.py: no Django in it), loaded by its
+    path: importing it as a package would set up chatui.agents, and Django with it."""
+    path = Path(__file__).resolve().parent.parent / "chatui" / "agents" / "tools" / "charts.py"
+    spec = importlib.util.spec_from_file_location("bench_charts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.cities_chart
+
+
 def rich_result(name: str, run: int) -> object:
     if name == "read_file":
         return RICH_SOURCE.replace("{run}", str(run))
-    turn = run % 3
+    turn = run % 4
     if turn == 0:
         return RICH_TERMINAL.replace("{run}", str(run))
     if turn == 1:
         return RICH_DIFF.replace("{run}", str(run))
+    if turn == 3:  # G21: an MCP result, its PNG (one per 8 runs) stored as an attachment
+        return _cities_chart()(
+            [{"city": f"city {i}", "population": (run % 8 + 1) * (i + 1)} for i in range(3)]
+        )
     return [{"id": run * 100 + i, "name": f"user {i}", "logins": i * run} for i in range(12)]
 
 
@@ -332,7 +352,7 @@ def main() -> None:
     parser.add_argument(
         "--rich",
         action="store_true",
-        help="P9: every tool result renders rich (code, terminal, diff, records)",
+        help="P9: every tool result renders rich (code, terminal, diff, records, MCP)",
     )
     args = parser.parse_args()
     global RICH

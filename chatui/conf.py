@@ -20,6 +20,8 @@ DEFAULTS: dict[str, Any] = {
     "CHATUI_MAX_EVENT_BYTES": MAX_EVENT_BYTES,
     "CHATUI_MAX_REQUEST_BYTES": 8 * 1024 * 1024,
     "CHATUI_MAX_JSON_DEPTH": 64,
+    # docs/rendering.md#g21: the most bytes one MCP binary part is stored with.
+    "CHATUI_MAX_ATTACHMENT_BYTES": 5 * 1024 * 1024,
     # Edge limits (chatui.server.edge). Form encoding at most triples a message (%XX per
     # non-ASCII byte, \n sent as %0D%0A), so the composer takes every message the
     # event limit takes.

@@ -533,3 +533,41 @@ class ShareLink(models.Model):
 
     def is_active(self, now: datetime) -> bool:
         return self.revoked_at is None and self.expires_at > now
+
+
+class Attachment(models.Model):
+    """The bytes of an MCP result's binary part (docs/rendering.md#g21): stored once,
+    addressed by their sha256 whichever conversations hold them (`AttachmentUse`). Written
+    by ingest, in the event's transaction; never changed. `media_type` is what chatui
+    sniffed from the bytes (chatui.ingest.attachments), never what the runtime declared."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    data = models.BinaryField()
+    size = models.PositiveIntegerField()
+    media_type = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.media_type}, {self.size} B)"
+
+
+class AttachmentUse(models.Model):
+    """An attachment referenced by a conversation's log: what lets that conversation's
+    readers fetch it (chatui.web.attachment_views), and no one else."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="attachment_uses"
+    )
+    attachment = models.ForeignKey(Attachment, on_delete=models.PROTECT, related_name="uses")
+    #: The seq of the first event that referenced it in this conversation.
+    seq = models.PositiveBigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "attachment"], name="attachment_use_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attachment_id[:12]} in {self.conversation_id}"

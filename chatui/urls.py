@@ -8,6 +8,7 @@ from django.urls import include, path, re_path
 from chatui.web import (
     api,
     approval_views,
+    attachment_views,
     health,
     note_views,
     otlp,
@@ -38,6 +39,10 @@ conversation_pages = [
         tool_text_views.tool_text,
         name="tool-text",
     ),
+    # docs/rendering.md#g21: an MCP result's image, audio or blob, to this conversation's readers.
+    re_path(
+        r"^attachments/(?P<sha256>[0-9a-f]{64})$", attachment_views.attachment, name="attachment"
+    ),
 ]
 
 page_patterns = [
@@ -47,6 +52,11 @@ page_patterns = [
     path("c/<uuid:conversation_id>/", include(conversation_pages)),
     # docs/sharing.md#links: a share link, read-only and without an account.
     path("s/<str:token>/", share_views.shared_page, name="shared"),
+    re_path(
+        r"^s/(?P<token>[^/]+)/attachments/(?P<sha256>[0-9a-f]{64})$",
+        attachment_views.shared_attachment,
+        name="shared-attachment",
+    ),
 ]
 
 api_patterns = [

@@ -289,6 +289,9 @@ if env_bool("CHATUI_BEHIND_TLS_PROXY"):
 CHATUI_MAX_EVENT_BYTES = int(app_setting("CHATUI_MAX_EVENT_BYTES"))
 CHATUI_MAX_REQUEST_BYTES = int(app_setting("CHATUI_MAX_REQUEST_BYTES"))
 CHATUI_MAX_JSON_DEPTH = DEFAULTS["CHATUI_MAX_JSON_DEPTH"]
+# docs/rendering.md#g21: an MCP result's image, audio or blob larger than this keeps its
+# digest and size in the log, not its bytes.
+CHATUI_MAX_ATTACHMENT_BYTES = int(app_setting("CHATUI_MAX_ATTACHMENT_BYTES"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = CHATUI_MAX_REQUEST_BYTES
 
 # Edge limits (chatui.server.edge): refused as the request arrives, before its body is kept.

@@ -48,6 +48,7 @@ KEYWORDS: list[tuple[str, str, str]] = [
     ("stats, words", "`word_stats` (a custom-kind result)", "word stats"),
     ("table, csv, cities", "`query_csv` (a JSON result)", "show the cities table"),
     ("image, picture, draw", "`image_generation` (progress lines)", "draw a lighthouse"),
+    ("chart, plot, mcp", "`chart_cities`: an MCP result with a PNG chart", "chart the cities"),
     (
         "flaky, retry",
         "`flaky_lookup`: fails, then succeeds on attempt 2 of 3",

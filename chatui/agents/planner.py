@@ -80,6 +80,8 @@ def plan_tools(text: str) -> list[Planned]:
         plan.append(Planned("query_csv", {"path": "data/cities.csv", "limit": 10}))
     if wants(text, "image", "picture", "draw"):
         plan.append(Planned("image_generation", {"prompt": text.strip()[:200]}))
+    if wants(text, "chart", "plot", "mcp"):
+        plan.append(Planned("chart_cities", {"path": "data/cities.csv", "limit": 8}))
     if wants(text, "flaky", "retry"):
         plan.append(Planned("flaky_lookup", {"key": "features.retries"}))
     if wants(text, "fail", "failing", "broken"):

@@ -1,4 +1,4 @@
-"""docs/rendering.md#rich-output in the showcase: one tool call per rich renderer (G17–G20),
+"""docs/rendering.md#rich-output in the showcase: one tool call per rich renderer (G17–G21),
 played by the demo agent's showcase (chatui.agents.demo) before its outro."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import RunContext
+from .tools.charts import cities_chart, rows_of
 
 #: docs/rendering.md#rich-output in the showcase: a test run's colours (G17), a failed
 #: build that keeps its colours, a patch and a diff (G18), a Python file (G19), records (G20).
@@ -95,7 +96,9 @@ PLAYS: list[tuple[str, dict[str, Any], Any, dict[str, Any] | None]] = [
         None,
     ),
 ]
-INTRO = "Tool output as people read it: a terminal, diffs, code and records:"
+# G21: an MCP server's answer (a CallToolResult with a PNG chart, a link, structured content)
+PLAYS.append(("chart_cities", {"path": "data/cities.csv", "limit": 3}, None, None))
+INTRO = "Tool output as people read it: a terminal, diffs, code, records and an MCP result:"
 
 
 async def showcase_rich(ctx: RunContext) -> None:
@@ -107,4 +110,6 @@ async def showcase_rich(ctx: RunContext) -> None:
     for call, (_, _, result, details) in zip(calls, PLAYS, strict=True):
         await ctx.pause()
         await call.start()
+        if result is None:  # G21: drawn when played (a PNG of a few KB, base64 in the event)
+            result = cities_chart(rows_of(RICH_CSV))
         await call.succeed(result, details=details, duration_ms=120)

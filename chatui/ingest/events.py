@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
+from chatui.ingest import attachments
+from chatui.ingest.attachments import Blob
 from chatui.ingest.dialects import agui
 from chatui.ingest.dialects.agentspine import (
     AGENTSPINE,
@@ -227,6 +230,9 @@ class NormalisedEvent:
     index: int = 0
     #: The event_id was derived by chatui (an AG-UI event's), not chosen by the sender.
     derived_id: bool = False
+    #: An MCP result's binary parts, taken out of `payload` (chatui.ingest.attachments):
+    #: stored by ingest with the event.
+    attachments: tuple[Blob, ...] = ()
 
     @property
     def tool_call_id(self) -> str:
@@ -366,6 +372,13 @@ def normalise_event(
         payload = with_agentspine_extras(payload, fields, known=SCHEMAS[event_type])
     if event_type == "agent.step.completed" and "tool_calls" in payload:
         payload["tool_calls"] = _check_tool_calls(payload["tool_calls"], index)
+    blobs: list[Blob] = []
+    if event_type == "agent.tool.completed" and "result" in payload:
+        # docs/events.md#mcp-results: an MCP result's base64 parts become references to
+        # attachments; the log keeps the rest of the result as received.
+        payload["result"], blobs = attachments.extract(
+            payload["result"], settings.CHATUI_MAX_ATTACHMENT_BYTES
+        )
 
     return NormalisedEvent(
         type=event_type,
@@ -375,6 +388,7 @@ def normalise_event(
         run_id=run_id,
         timestamp=timestamp,
         index=index,
+        attachments=tuple(blobs),
     )
 
 

@@ -52,7 +52,7 @@ from chatui.models import (
     position_for,
 )
 
-from . import search_index
+from . import attachments, search_index
 from .agui_projection import AguiProjection
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .otel_projection import OTEL_TYPES, OtelHandlers
@@ -908,6 +908,10 @@ class Projector(OtelHandlers, AguiProjection):
             failure = details_failure(details)
             if failure:
                 error = text.strip() or failure
+            elif attachments.is_error_result(result):
+                # docs/rendering.md#g21: MCP's `isError: true` is a failed call (G6); its
+                # error text is what the result's text parts say.
+                error = attachments.error_text(result) or attachments.MCP_ERROR
         if error:
             message.metadata["tool_error"] = error
             message.tool_status = ToolStatus.ERROR

@@ -27,7 +27,7 @@ from chatui.access import may_write
 from chatui.db.prepared import Prepared, PreparedInsert, PreparedLookup, PreparedSave
 from chatui.models import Conversation, Event, Message, Run
 
-from . import chain, search_index
+from . import attachments, chain, search_index
 from .events import APPROVAL_EVENT_TYPES, NormalisedEvent, parse_events
 from .projection import ROW_COUNT_FIELDS, ChangeSet, Projector
 from .values import EventError
@@ -193,6 +193,14 @@ def _ingest_once(
         # conversation's writers (docs/auditing.md#verifying-a-log).
         chained = chain.chain(rows, locked.chain_hash)
         EVENT_INSERT.run(rows)
+        # docs/rendering.md#g21: an MCP result's bytes, once, with the event that holds them
+        found = [
+            (row.seq, blob)
+            for row, event in zip(rows, fresh, strict=True)
+            for blob in event.attachments
+        ]
+        if found:
+            attachments.store(locked.pk, found)
         projector = Projector(locked)
         projector.apply_all(rows)
         if rows:

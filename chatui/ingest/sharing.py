@@ -91,19 +91,26 @@ def revoke(link: ShareLink) -> None:
 def opened_link(raw: str) -> ShareLink | None:
     """The active link with this token, counted as opened once more; None (a 404) for
     an unknown, expired or revoked one."""
+    link = active_link(raw)
+    if link is None:
+        return None
+    ShareLink.objects.filter(pk=link.pk).update(
+        open_count=F("open_count") + 1, last_opened_at=timezone.now()
+    )
+    return link
+
+
+def active_link(raw: str) -> ShareLink | None:
+    """The active link with this token, not counted (what its page loads: G21's
+    attachments); None for an unknown, expired or revoked one."""
     if not raw or len(raw) > 100:
         return None
-    now = timezone.now()
-    link = (
+    return (
         ShareLink.objects.filter(token_hash=hash_token(raw), revoked_at__isnull=True)
-        .filter(expires_at__gt=now)
+        .filter(expires_at__gt=timezone.now())
         .select_related("conversation")
         .first()
     )
-    if link is None:
-        return None
-    ShareLink.objects.filter(pk=link.pk).update(open_count=F("open_count") + 1, last_opened_at=now)
-    return link
 
 
 def without_tool_io(messages: list[Message]) -> list[Message]:

@@ -59,6 +59,9 @@ class Display:
     #: entries show calls and outcomes only (chatui.sharing.without_tool_io strips the
     #: messages; this keeps such entries apart in the presenters' cache).
     hide_tool_io: bool = False
+    #: docs/rendering.md#g21: where this surface serves a conversation's attachments (a
+    #: share link's page, `/s/<token>/attachments/`); None: the conversation's own pages.
+    attachment_base: str | None = None
 
     def message_text(
         self, role: str, metadata: dict[str, Any], content: str

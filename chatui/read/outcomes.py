@@ -24,6 +24,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from chatui.ingest.attachments import is_error_result
 from chatui.ingest.projection import RETRIED_KEY
 from chatui.ingest.values import details_failure
 from chatui.models import Role, ToolStatus
@@ -49,7 +50,9 @@ def outcome_of(status: str | None, metadata: Mapping[str, Any] | None) -> Outcom
         return Outcome.FAILED
     if status == ToolStatus.SUCCESS:
         # G15: an older row stored as a success whose details say it failed.
-        return Outcome.FAILED if details_failure(meta.get("details")) else Outcome.SUCCEEDED
+        # G21: an MCP result's `isError: true` the same way.
+        failed = details_failure(meta.get("details")) or is_error_result(meta.get("tool_result"))
+        return Outcome.FAILED if failed else Outcome.SUCCEEDED
     if status == ToolStatus.DENIED:
         approval = meta.get("approval")
         expired = isinstance(approval, Mapping) and approval.get("decision") == "expired"

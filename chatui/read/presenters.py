@@ -36,7 +36,7 @@ import json
 import json.encoder
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from operator import attrgetter
@@ -50,6 +50,7 @@ from django.utils.safestring import SafeString
 
 from chatui.db.internals import MAKE_ITERENCODE
 from chatui.db.lru import BoundedLRU
+from chatui.ingest.attachments import MCP_ERROR, error_text, is_error_result
 from chatui.ingest.values import (
     MAX_ATTEMPTS,
     MAX_DURATION_MS,
@@ -853,6 +854,7 @@ def _finished_key(message: Message, display: Display, depth: int) -> tuple | Non
         len(message.content),
         display.mask_secrets,  # all an entry takes from `display` (its transform comes later)
         display.hide_tool_io,
+        display.attachment_base,  # G21: a share link's page serves attachments itself
         depth,
         inline_chars(),  # a setting: tests change it
     )
@@ -887,7 +889,7 @@ def _present_entry(
     pending = status in PENDING and not no_result  # T2: no timer once its run ended
     # G15 one honest outcome: details saying exit ≠ 0 or HTTP ≥ 400 fail the entry even
     # when an older row was stored as a success (projection applies the same rule).
-    failure = details_failure(meta.get("details")) if status == ToolStatus.SUCCESS else None
+    failure = _failure(meta) if status == ToolStatus.SUCCESS else None
     is_error = status == ToolStatus.ERROR or failure is not None
     status = ToolStatus.ERROR if is_error else status
     title = neutralise(humanise_tool_name(message.tool_name))
@@ -903,6 +905,7 @@ def _present_entry(
             error=error_text,
             whole=long is None,
             mask_secrets=display.mask_secrets,
+            attachment_url=_attachment_urls(message.conversation_id, display),
         )
     args = meta.get("args") if rich.call_args is None else rich.call_args
     call = neutralise(call_line(message.tool_name, args, meta.get("args_summary")))
@@ -969,6 +972,24 @@ def _present_entry(
         **left_out,
         **(_live_fields(meta) if pending else _NO_LIVE),
     )
+
+
+def _failure(meta: dict[str, Any]) -> str | None:
+    """G15, and G21's `isError: true` (an older row stored as a success: the projection
+    applies the same rules)."""
+    failure = details_failure(meta.get("details"))
+    if failure is None and is_error_result(meta.get("tool_result")):
+        failure = error_text(meta["tool_result"]) or MCP_ERROR
+    return failure
+
+
+def _attachment_urls(conversation_id: Any, display: Display) -> Callable[[str], str]:
+    """G21: an MCP attachment's address on the conversation's pages, or on the share link's
+    page `display` is for (its access checked there: chatui.web.attachment_views)."""
+    base = display.attachment_base
+    if base is not None:
+        return lambda sha256: base + sha256
+    return lambda sha256: reverse("chatui:attachment", args=[conversation_id, sha256])
 
 
 # -- long results (issue 28, finding 4) ---------------------------------------------

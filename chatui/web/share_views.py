@@ -47,7 +47,9 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
     conversation = link.conversation
     window, has_earlier = selectors.transcript_window(conversation, limit=TRANSCRIPT_LIMIT)
     messages = list(window)
-    display = HIDDEN_IO if link.hide_tool_io else presenters.MASKED
+    # G21: a link's page serves the conversation's attachments under its own address
+    shown = Display(attachment_base=request.path.removesuffix("/") + "/attachments/")
+    display = HIDDEN_IO if link.hide_tool_io else shown
     if link.hide_tool_io:
         messages = sharing.without_tool_io(messages)
     context = {

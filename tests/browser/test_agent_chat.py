@@ -98,6 +98,8 @@ def test_showcase_renders_every_rule(chatui_server, open_page):
         "G9 custom": "[data-tool-kind=custom]",
         "G13 nested": ".tool-children [data-tool-call-id]",
         "G14 retry": "[data-tool-attempts]",
+        "G21 MCP image": "[data-mcp] img[data-attachment]",
+        "G21 MCP link": "[data-mcp] a[data-mcp-link]",
         "S1 meta line": "[data-meta-line]",
         "S2 banner": "[data-run-error]",
     }

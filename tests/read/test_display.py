@@ -134,6 +134,21 @@ EVENTS = [
             ("g19", "read_file", {"path": "src/app.py"}, "def f():\n    return 1\n"),
             ("g20", "query", {}, [{"id": n, "name": f"@bob{n}"} for n in range(52)]),
             ("g20o", "lookup", {}, {"bio": "line 1\nline 2", **{f"k{n}": n for n in range(50)}}),
+            # G21: an MCP result (text, an image with its alt text, a link; structured
+            # content that is neither a record nor an object: shown as JSON text)
+            (
+                "g21",
+                "chart",
+                {},
+                {
+                    "content": [
+                        {"type": "text", "text": "drawn for @bob"},
+                        {"type": "image", "data": "iVBORw0KGgoAAAAA", "alt": "@bob's chart"},
+                        {"type": "resource_link", "uri": "https://x.org/", "name": "@bob"},
+                    ],
+                    "structuredContent": [1, 2],
+                },
+            ),
         )
         for event in (
             {"type": "agent.tool.started", "tool_call_id": call, "tool_name": name, "args": args},

@@ -3,6 +3,7 @@ the row-count properties)."""
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Any
@@ -145,6 +146,64 @@ contract_object = st.dictionaries(
 )
 
 
+# docs/rendering.md#g21: MCP CallToolResults — every part type, binary data that is an
+# image, SVG with script, HTML that says it is a PNG, not base64 at all, or a reference a
+# runtime made up; parts that are not MCP's; structuredContent of any shape.
+_BYTES = st.sampled_from(
+    [
+        b"\x89PNG\r\n\x1a\n" + bytes(20),
+        b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>x</script></svg>',
+        b"<html><script>alert(1)</script></html>",
+        b"ID3\x03" + bytes(12),
+        b"",
+    ]
+) | st.binary(max_size=24)
+_BASE64 = _BYTES.map(lambda data: base64.b64encode(data).decode()) | st.sampled_from(
+    ["not base64!", "QQ", "====", "A" * 5]
+)
+_MIME = (
+    st.sampled_from(["image/png", "image/svg+xml", "audio/mpeg", "text/html", ""]) | contract_text
+)
+_REFERENCE = st.fixed_dictionaries(
+    {},
+    optional={
+        "sha256": st.sampled_from(["a" * 64, "../x"]) | contract_text,
+        "size": st.integers(-1, 10) | contract_text,
+        "media_type": _MIME,
+    },
+)
+mcp_part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": contract_text}),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["image", "audio"])},
+        optional={"data": _BASE64 | st.integers(), "mimeType": _MIME, "attachment": _REFERENCE},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("resource_link"), "uri": contract_text | st.just("javascript:x()")},
+        optional={"name": contract_text, "title": contract_text, "mimeType": _MIME},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("resource"),
+            "resource": st.fixed_dictionaries(
+                {"uri": st.sampled_from(["file:///a.py", "x", ""]) | contract_text},
+                optional={"text": contract_text, "blob": _BASE64, "mimeType": _MIME},
+            )
+            | contract_text,
+        }
+    ),
+    contract_object,
+    contract_text,
+)
+mcp_result = st.fixed_dictionaries(
+    {"content": st.lists(mcp_part, max_size=4)},
+    optional={
+        "structuredContent": contract_object | st.lists(contract_object, max_size=2),
+        "isError": st.booleans() | st.none() | contract_text,
+    },
+)
+
+
 contract_moment = st.datetimes(
     min_value=datetime(2, 1, 1),
     max_value=datetime(9998, 12, 31),
@@ -186,7 +245,8 @@ GOOD: dict[str, st.SearchStrategy] = {
     # G20: an array of flat objects (a table)
     | st.lists(
         st.dictionaries(KEYS, st.none() | st.integers() | contract_text, max_size=3), max_size=3
-    ),
+    )
+    | mcp_result,  # G21
     "tool_calls": st.lists(tool_call, max_size=3),
     "duration_ms": st.integers(0, MAX_DURATION_MS) | st.floats(0, MAX_DURATION_MS),
     "tokens": st.integers(0, MAX_TOKENS),

@@ -99,3 +99,68 @@ def rich_events() -> list[dict]:
         *call("g20c", "export_csv", {"table": "t"}, result=CSV),
         *call("g20o", "lookup", {"id": 1}, result={"name": SCRIPT, "bio": "line 1\nline 2"}),
     ]
+
+
+# -- G21: MCP results (docs/rendering.md#g21) ---------------------------------------------
+
+
+def b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()
+
+
+def tiny_png() -> bytes:
+    """A real PNG (chatui's own encoder: the demo's), 24 × 16 pixels."""
+    from chatui.agents.tools.charts import bar_chart
+
+    return bar_chart([3, 1, 2], width=24, height=16)
+
+
+#: An SVG that would run script if a browser rendered it as a document.
+SVG = (
+    b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)">'
+    b"<script>alert(2)</script></svg>"
+)
+#: HTML dressed as an image (a MIME type that lies).
+HTML_AS_PNG = b"<html><body><script>alert(3)</script></body></html>"
+
+
+def mcp_result(*, is_error: bool = False) -> dict:
+    """A CallToolResult with every kind of part, hostile text where text is shown."""
+    return {
+        "content": [
+            {"type": "text", "text": f"Chart ready {SCRIPT}"},
+            {"type": "image", "data": b64(tiny_png()), "mimeType": "image/png"},
+            {"type": "image", "data": b64(SVG), "mimeType": "image/png"},
+            {"type": "image", "data": b64(HTML_AS_PNG), "mimeType": "image/png"},
+            {
+                "type": "audio",
+                "data": b64(b"ID3\x03\x00\x00\x00" + bytes(64)),
+                "mimeType": "audio/mpeg",
+            },
+            {
+                "type": "resource_link",
+                "uri": "https://example.com/report",
+                "name": f"report {SCRIPT}",
+            },
+            {"type": "resource_link", "uri": "javascript:alert(4)", "name": "click me"},
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "file:///src/app.py",
+                    "mimeType": "text/x-python",
+                    "text": CODE,
+                },
+            },
+            {
+                "type": "resource",
+                "resource": {"uri": "file:///blob.bin", "blob": b64(b"\x00\x01\x02")},
+            },
+            {"type": "image", "data": "not base64!!", "mimeType": "image/png"},
+            {"type": "video", "data": "AAAA"},
+            "a bare string",
+        ],
+        "structuredContent": {"rows": 3, "note": SCRIPT},
+        "isError": is_error,
+    }

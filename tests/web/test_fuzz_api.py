@@ -20,12 +20,13 @@ explore, so the run is not derandomized: a failure prints the example and a
     test_fuzz_parse_events_refuses_cleanly_or_yields_storable_events   3,600
     test_fuzz_post_events_never_fails_and_what_it_accepts_renders        700
     test_fuzz_valid_batches_are_accepted_and_render                      100
+    test_fuzz_mcp_results_are_accepted_render_and_serve                  120
     test_fuzz_after_and_before_query_parameters                        1,500
     test_fuzz_create_conversation                                        900
     test_fuzz_methods_content_types_and_paths                          1,300
     test_fuzz_stored_numbers_of_any_shape_render                          60
                                                                        -----
-                                                                       8,160
+                                                                       8,280
 
 The Django test client drives the real views and database (no live server). On the
 2-core machine the file costs about 65 s of CPU (about 90 s wall with the machine
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import uuid
 from contextlib import contextmanager
@@ -64,6 +66,7 @@ from chatui.models import Conversation, Event, Message
 from tests.support.fuzz_events import (
     event,
     json_value,
+    mcp_result,
     number,
     scalar,
     text,
@@ -243,6 +246,27 @@ def test_fuzz_valid_batches_are_accepted_and_render(api, user, viewer, batches):
         answer = post_and_check(api, conversation, as_json_text(body))
         assert "accepted" in answer or "already used with a different body" in answer["error"]
     assert_renders(api, viewer, conversation)
+
+
+@fuzz(120)
+@given(result=mcp_result, digest=st.sampled_from(["a" * 64, "0" * 64]) | st.text(max_size=70))
+def test_fuzz_mcp_results_are_accepted_render_and_serve(api, user, viewer, result, digest):
+    """G21 (docs/rendering.md#g21): any CallToolResult-shaped result — binary parts of any
+    bytes, not base64, made-up references, parts that are not MCP's — is accepted, renders
+    on every surface, and each attachment the page shows is served; any other address under
+    attachments/ is a 404, never a 5xx."""
+    conversation = Conversation.objects.create(owner=user)
+    started = {"type": "agent.tool.started", "tool_call_id": "m", "tool_name": "mcp"}
+    completed = {"type": "agent.tool.completed", "tool_call_id": "m", "result": result}
+    answer = post_and_check(api, conversation, as_json_text([started, completed]))
+    assert answer.get("accepted") == 2, answer
+    assert_renders(api, viewer, conversation)
+    page = viewer.get(f"/c/{conversation.pk}/").content.decode()
+    for src in re.findall(r'(?:src|href)="(/c/[^"]+/attachments/[0-9a-f]{64})"', page):
+        assert viewer.get(src).status_code == 200, src
+    assert "data:" not in page[page.index('id="transcript"') :]
+    probe = viewer.get(f"/c/{conversation.pk}/attachments/{quote(digest, safe='')}")
+    assert probe.status_code == 404
 
 
 QUERY_VALUE = st.one_of(

@@ -22,6 +22,7 @@ from chatui.text import first_line, human_size
 
 from .base import Result, Tool, ToolEnv, ToolError, off_loop, params
 from .calculator import format_number, safe_eval
+from .charts import cities_chart
 from .sandbox import MAX_READ_BYTES, Sandbox
 from .shell import SimulatedShell
 
@@ -272,6 +273,13 @@ def query_csv(env: ToolEnv, path: str = "data/cities.csv", limit: int = 100) -> 
     return rows
 
 
+def chart_cities(env: ToolEnv, path: str = "data/cities.csv", limit: int = 8) -> Result:
+    """docs/rendering.md#g21: a CSV's cities charted, answered as an MCP server answers (a
+    `CallToolResult`: text, a PNG drawn here, a resource link, structured content)."""
+    rows = query_csv(env, path, limit=min(max(1, limit), 20))
+    return cities_chart([row for row in rows if isinstance(row, dict)])
+
+
 def _number_or_text(value: str) -> Any:
     return int(value) if re.fullmatch(r"-?\d+", value or "") else value
 
@@ -358,5 +366,12 @@ TOOLS: list[Tool] = [
         "Read a CSV file of the sandbox as a list of JSON rows.",
         params(path={"type": "string"}, limit={"type": "integer", "minimum": 1}),
         query_csv,
+    ),
+    Tool(
+        "chart_cities",
+        "Chart the populations of a CSV's cities as a PNG bar chart, answered as an MCP "
+        "tool result (text, image, a link to the source, structured content).",
+        params(path={"type": "string"}, limit={"type": "integer", "minimum": 1, "maximum": 20}),
+        chart_cities,
     ),
 ]

@@ -5,7 +5,8 @@
 returns plain view objects (chatui.read.rich.views) that the partials only display. It is
 given text already masked (T3: mask first, then render), and every text it returns has its
 mentions neutralised (T1). One module per renderer: `ansi` (G17), `diff` (G18), `code`
-(G19), `records` (G20).
+(G19), `records` (G20), `mcp` (G21: an MCP result's parts, each text part through the
+same shape dispatch).
 
 Bounds: a text longer than RICH_CHARS, or with more than RICH_LINES lines, stays the plain
 G4 block (its full text then is fetched on demand anyway); Pygments and the parsers are
@@ -15,14 +16,17 @@ never given more.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from chatui.ingest.attachments import is_call_tool_result
 from chatui.secrets import mask_text
 
 from .ansi import has_escapes, present_terminal
 from .code import language_of, present_code
 from .diff import is_diff, patch_paths, present_diff, present_edit
+from .mcp import present_mcp
 from .records import (
     looks_like_csv,
     parse_json,
@@ -106,6 +110,15 @@ def _by_kind(details: dict, content: str) -> RichView | None:
     return None
 
 
+def _mcp(
+    tool_name: str, result: Any, mask: Any, url_of: Callable[[str], str] | None
+) -> RichView | None:
+    """G21: an MCP CallToolResult, each text part read as G17–G20 read a result."""
+    if not is_call_tool_result(result):
+        return None
+    return present_mcp(result, lambda text: _by_shape(tool_name, None, text, text, mask), url_of)
+
+
 def _by_shape(tool_name: str, args: Any, result: Any, content: str, mask: Any) -> RichView | None:
     """G17–G20 by what the result looks like."""
     if not _fits(content):
@@ -164,11 +177,13 @@ def present_rich(
     error: str | None = None,
     whole: bool = True,
     mask_secrets: bool = True,
+    attachment_url: Callable[[str], str] | None = None,
 ) -> Rich:
     """The rich views of a finished entry, from its masked `meta` and `content`.
     `error`: the error text when the entry failed. `whole`: False when `content` is only
     the head of a long text (nothing is rendered rich from a head). `mask_secrets`: as the
-    display says (False only where a reader may see secrets)."""
+    display says (False only where a reader may see secrets). `attachment_url`: an MCP
+    attachment's address on this conversation's pages, by its sha256 (G21)."""
     mask = mask_text if mask_secrets else None
     args = meta.get("args")
     patch = _patch_arg(args)
@@ -181,14 +196,20 @@ def present_rich(
             call_args = {"path": ", ".join(paths), **call_args}
     view = None
     if whole:
+        result = meta.get("tool_result")
         if error is not None:
-            view = _failed_output(meta, content, error, mask)
+            # G21 before G17: an MCP result's `isError` is its own error (G6), its parts shown
+            view = _mcp(tool_name, result, mask, attachment_url)
+            if view is None:
+                view = _failed_output(meta, content, error, mask)
         else:
             details = meta.get("details")
             if isinstance(details, dict):
                 view = _by_kind(details, content)
             if view is None:
-                view = _by_shape(tool_name, args, meta.get("tool_result"), content, mask)
+                view = _mcp(tool_name, result, mask, attachment_url)
+            if view is None:
+                view = _by_shape(tool_name, args, result, content, mask)
     if view is None and args_diff is None:
         return NOTHING
     return Rich(view, args_diff, call_args)

@@ -15,7 +15,7 @@ from typing import ClassVar
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
-from ..display import Key, Text, ToolText
+from ..display import AttrText, Key, Text, ToolText
 
 # -- the partials' innermost loops ------------------------------------------------------
 # A rich block holds hundreds of spans, lines or cells; Django's template loop costs
@@ -235,4 +235,84 @@ class DetailsView(_View):
     pieces: tuple[JsonPiece, ...]
 
 
-RichView = TerminalView | DiffView | CodeView | RecordsView | KeyValueView
+@dataclass(frozen=True)
+class McpPart(_View):
+    """G21: one `content` part of an MCP result, as the page shows it. `kind`:
+    `text` (its `text`, or its `view` when G17–G20 read it), `resource` (an embedded text
+    resource: `label` its URI, `view` its code when G19 knows the language, else `text`),
+    `image` / `audio` (an attachment shown in `<img>` / `<audio>` from `url`), `download`
+    (an attachment served only as a download: SVG, or bytes of no type shown inline),
+    `link` (a resource link: `url` set only for http(s) URIs), `omitted` (bytes over the
+    size limit, not stored) or `malformed` (`note` says what is wrong)."""
+
+    kind: Key
+    text: ToolText = ""
+    view: TerminalView | DiffView | CodeView | RecordsView | KeyValueView | None = None
+    url: Key = ""
+    label: ToolText = ""
+    note: Text = ""  # "PNG image · 1.2 KB · declared image/svg+xml"
+    alt: AttrText = ""  # an image's alt text, an audio player's label: an attribute value
+
+    @cached_property
+    def html(self) -> SafeString | None:
+        """The part written once (a template's branches cost ~10 µs each, as the lines of
+        the other views, docs/PERFORMANCE.md#p9); None for a part shown by a nested view
+        (`rich-view` draws it). Attachments load only from `url`, the conversation's own
+        address, never a data: URI; only `image` is an <img>, only `audio` an <audio>."""
+        if self.view is not None:
+            return None
+        esc = conditional_escape
+        note = f'<span class="mcp-note">{esc(self.note)}</span>' if self.note else ""
+        kind = self.kind
+        if kind == "image":
+            html = (
+                f'<figure class="mcp-figure"><img class="mcp-image" src="{esc(self.url)}"'
+                f' alt="{esc(self.alt)}" loading="lazy" decoding="async" data-attachment>'
+                f"<figcaption>{note}</figcaption></figure>"
+            )
+        elif kind == "audio":
+            html = (
+                f'<audio class="mcp-audio" controls preload="none" src="{esc(self.url)}"'
+                f' aria-label="{esc(self.alt)}" data-attachment></audio> {note}'
+            )
+        elif kind == "download":
+            html = (
+                f'<a class="mcp-download" href="{esc(self.url)}" download data-attachment>'
+                f"{esc(self.label)}</a> {note}"
+            )
+        elif kind == "link":
+            label = esc(self.label)
+            link = (
+                f'<a class="mcp-link" href="{esc(self.url)}" rel="noopener noreferrer nofollow"'
+                f' target="_blank" data-mcp-link>{label}</a>'
+                if self.url
+                else f'<span class="mcp-link" data-mcp-link>{label}</span>'
+            )
+            html = f"{link} {note}" if note else link
+        elif kind in ("text", "resource"):
+            head = f'<div class="mcp-label">{esc(self.label)}</div>' if kind == "resource" else ""
+            html = f'{head}<pre class="mcp-text">{esc(self.text)}</pre>'
+        else:  # omitted, malformed
+            label = f"{esc(self.label)}: " if self.label else ""
+            html = (
+                '<span class="mcp-note mcp-malformed" data-mcp-malformed>'
+                f"{label}{esc(self.note)}</span>"
+            )
+        return mark_safe(html)
+
+
+@dataclass(frozen=True)
+class McpView(_View):
+    """G21: an MCP `CallToolResult`: its parts in order, then `structuredContent` (G20:
+    a table or key/value list, else its pretty JSON as text); `is_error` its `isError`."""
+
+    kind: ClassVar[str] = "mcp"
+    parts: tuple[McpPart, ...]
+    structured: RecordsView | KeyValueView | None
+    structured_text: ToolText | None
+    is_error: bool
+    source: ToolText  # what Copy output copies: the text parts, joined
+    chars: int
+
+
+RichView = TerminalView | DiffView | CodeView | RecordsView | KeyValueView | McpView
