@@ -59,10 +59,8 @@ def test_g21_mcp_image_and_text_shown_hostile_parts_inert(mcp, chatui_server, op
     )
     assert entry.locator('a[href^="javascript:"]').count() == 0
     assert entry.locator("audio[data-attachment]").count() == 1
-    # axe on what G21 adds (alt text, link names, the player's label). G19's highlighted
-    # code is left out: Pygments' comment colour (code.css `.c1`, #3d7b7b on the code
-    # background) is 4.45:1, just under 4.5, a G19 finding of its own.
-    page.evaluate("() => document.querySelectorAll('[data-code]').forEach(e => e.remove())")
+    # axe on what G21 adds (alt text, link names, the player's label), and on the G19
+    # code inside it (code.css's colours reach 4.5:1: scripts/code_css.py).
     assert_no_serious_violations(page, "MCP result")
     page.wait_for_timeout(300)
     assert watch.page_errors == [] and watch.dialogs == []
