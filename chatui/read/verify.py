@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from chatui_client.proof import (
-    GENESIS,
+    ERASURE_TYPE,
+    Link,
     Verifier,
-    chain_hash,
-    content_hash,
+    erasure_claims,
     open_note,
+    walk_chain,
 )
 from chatui_client.proof import (
     Checkpoint as CheckpointText,
@@ -62,24 +63,31 @@ def verify(conversation: Conversation, verifier: Verifier | None = None) -> Verd
     verifier = verifier or Verifier.parse(signing.verifier_key())
     checkpoints = list(Checkpoint.objects.filter(conversation=conversation).order_by("size", "id"))
     signed_sizes = {checkpoint.size for checkpoint in checkpoints}
-    chain_at: dict[int, str] = {}
-    previous, seq = GENESIS, 0
     events = Event.objects.filter(conversation=conversation).order_by("seq")
-    for event in events.iterator(chunk_size=2000):
-        seq += 1
-        if event.seq != seq:
-            return Verdict(seq - 1, seq, "this event is missing from the log")
-        content = content_hash(event_content(event))
-        if content.hex() != event.content_hash:
-            return Verdict(seq - 1, seq, "its content does not match its content hash")
-        previous = chain_hash(previous, content)
-        if previous.hex() != event.chain_hash:
-            return Verdict(seq - 1, seq, "its chain hash does not follow from the event before")
-        if seq in signed_sizes:
-            chain_at[seq] = event.chain_hash
+    walk = walk_chain(
+        (
+            Link(event.seq, event_content(event), event.content_hash, event.chain_hash)
+            for event in events.iterator(chunk_size=2000)
+        ),
+        erased=erased_in(conversation),
+        keep=signed_sizes.__contains__,
+    )
+    if not walk.ok:
+        return Verdict(walk.through, walk.failed_at, walk.reason)
+    seq = walk.through
     if conversation.last_seq > seq:
         return Verdict(seq, seq + 1, f"missing: the conversation counts {conversation.last_seq}")
-    return _checked_signatures(conversation, checkpoints, chain_at, seq, verifier)
+    return _checked_signatures(conversation, checkpoints, walk.chain_at or {}, seq, verifier)
+
+
+def erased_in(conversation: Conversation) -> dict[int, tuple[int, str]]:
+    """What the conversation's `audit.erasure` events say they erased (erased seq ->
+    (the erasure's seq, the content hash it recorded)); the walk checks each claim."""
+    claims: dict[int, tuple[int, str]] = {}
+    erasures = Event.objects.filter(conversation=conversation, type=ERASURE_TYPE).order_by("seq")
+    for seq, payload in erasures.values_list("seq", "payload"):
+        claims.update(erasure_claims(seq, payload))
+    return claims
 
 
 def _checked_signatures(
