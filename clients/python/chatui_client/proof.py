@@ -320,13 +320,10 @@ def walk_chain(
     previous, seq, recomputed = GENESIS, 0, 0
 
     def failed(at: int, reason: str) -> Walk:
-        # An event let through as erased, by an erasure at or after the failure, was let
-        # through by something that does not hold: it fails first.
+        # An event let through as erased by an erasure at or after the failure was let
+        # through by something that does not hold: what holds ends before it.
         relied = [k for k, (by, _) in erased.items() if k < at and by >= at]
-        if relied:
-            at = min(relied)
-            reason = f"it was erased by seq {erased[at][0]}, which does not hold"
-        return Walk(at - 1, at, reason, recomputed, chain_at)
+        return Walk(min([at, *relied]) - 1, at, reason, recomputed, chain_at)
 
     for link in links:
         seq += 1
