@@ -304,6 +304,8 @@ def walk_chain(
     erased: Mapping[int, tuple[int, str]] | None = None,
     keep: Callable[[int], bool] | None = None,
     missing: Callable[[int, Link], str] | None = None,
+    after: int = 0,
+    previous_hex: str = "",
 ) -> Walk:
     """Check a conversation's chain, in seq order from 1 (docs/auditing.md#verifying-a-log):
     no seq missing, each content hash recomputed from its content where it is given, each
@@ -314,10 +316,12 @@ def walk_chain(
     event's content is a tombstone, so its content hash is taken as kept — but only the
     one its erasure recorded, and only while that erasure itself is within what holds.
     `keep(seq)`: remember the chain hash there (the checkpoints' sizes). `missing`: the
-    reason when a seq is not where it should be."""
+    reason when a seq is not where it should be. `after`, `previous_hex`: the links
+    continue a chain already checked through seq `after`, whose chain hash there is
+    `previous_hex` (the admin's verdict, from where it last held)."""
     erased = erased or {}
     chain_at: dict[int, str] = {}
-    previous, seq, recomputed = GENESIS, 0, 0
+    previous, seq, recomputed = bytes.fromhex(previous_hex) if after else GENESIS, after, 0
 
     def failed(at: int, reason: str) -> Walk:
         # An event let through as erased by an erasure at or after the failure was let
