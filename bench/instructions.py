@@ -180,7 +180,7 @@ def main() -> None:
     parser.add_argument(
         "--experiment",
         default="",
-        help="bench.instrumented_asgi experiments (e.g. no-chain: P9's before, docs/PERFORMANCE.md#p9-chain)",
+        help="bench.instrumented_asgi experiments (no-chain: P9's before, PERFORMANCE.md#p9-chain)",
     )
     args = parser.parse_args()
     if not shutil.which("valgrind"):
