@@ -306,3 +306,30 @@ def test_v5_the_admin_action_needs_the_permission_and_asks_why(logged, client, e
     for shown in (f"/admin/chatui/event/{record.pk}/change/", f"/admin/chatui/event/{pk}/change/"):
         page = client.get(shown).content.decode()
         assert "PII" in page and "<b>PII</b>" not in page
+
+
+def test_v5_erasing_a_foreign_dialects_events_keeps_the_page_and_the_proof(user, eraser, client):
+    conversation = Conversation.objects.create(owner=user, title="spine")
+    ingest(
+        conversation,
+        [
+            {"type": "agent_start"},
+            {"type": "message_start", "role": "user"},
+            {"type": "message_update", "role": "user", "delta": f"hello {GONE}"},
+            {"type": "message_end", "role": "user", "text_preview": f"hello {GONE}"},
+            {"type": "message_start", "role": "assistant"},
+            {"type": "message_update", "role": "assistant", "delta": f"{GONE} noted"},
+            {"type": "message_end", "role": "assistant", "text_preview": f"{GONE} noted"},
+            {"type": "agent_end", "final_text": f"{GONE} noted"},
+        ],
+    )
+    client.force_login(user)
+    assert GONE in client.get(f"/c/{conversation.pk}/").content.decode()
+    erase_content(conversation, eraser, None, "all of it")  # every event
+    conversation.refresh_from_db()
+    assert verify(conversation).ok
+    client.force_login(eraser)
+    page = client.get(f"/c/{conversation.pk}/")
+    assert page.status_code == 200 and GONE not in page.content.decode()
+    for format in EXPORT_FORMATS:
+        assert GONE not in export_text(conversation, format, reveal=True)
