@@ -222,7 +222,7 @@ def export_proven_events(
             "content_hash": event.content_hash,
             "chain_hash": event.chain_hash,
         }
-        if event.seq in erased:
+        if erased.get(event.seq, (0, ""))[1] == event.content_hash:
             # A tombstone (docs/auditing.md#erasing-content): its content hash is the one
             # its `audit.erasure` event recorded, not recomputable from the line.
             proof["erased"] = True

@@ -208,7 +208,22 @@ def test_v5_a_tombstone_without_its_erasure_fails_verify_at_its_seq(logged, eras
     }
     Event.objects.filter(pk=record.pk).update(payload=forged)
     verdict = verify(logged)
-    assert verdict.failed_at == 3 and "erasure (seq 6) recorded" in verdict.reason
+    assert (verdict.failed_at, verdict.reason) == (
+        3,
+        "its content does not match its content hash",
+    )
+    # …or claims the tombstone's own hash: the record no longer matches its content hash.
+    forged = {
+        **record.payload,
+        "erased": [
+            *record.payload["erased"],
+            {"seq": 3, "content_hash": Event.objects.get(conversation=logged, seq=3).content_hash},
+        ],
+    }
+    Event.objects.filter(pk=record.pk).update(payload=forged)
+    verdict = verify(logged)
+    # (what holds ends before seq 2: its erasure, seq 6, does not hold)
+    assert verdict.failed_at == 6 and verdict.through == 1, verdict
 
 
 def test_v5_bad_input_or_no_permission_is_refused_and_changes_nothing(
@@ -333,3 +348,17 @@ def test_v5_erasing_a_foreign_dialects_events_keeps_the_page_and_the_proof(user,
     assert page.status_code == 200 and GONE not in page.content.decode()
     for format in EXPORT_FORMATS:
         assert GONE not in export_text(conversation, format, reveal=True)
+
+
+def test_v5_an_export_with_erasures_imports_into_a_log_that_verifies(logged, eraser, user):
+    from chatui.importers import import_transcript
+
+    erase_content(logged, eraser, ERASED_SEQS, "personal data")
+    text = export_text(logged, "events", reveal=True)
+    imported = Conversation.objects.create(owner=user, title="imported")
+    import_transcript(text, "chatui", imported)
+    imported.refresh_from_db()
+    assert imported.last_seq == 6 and verify(imported).ok
+    assert GONE not in json.dumps(
+        list(Message.objects.filter(conversation=imported).values("content", "metadata"))
+    )

@@ -313,8 +313,10 @@ def walk_chain(
     (export lines) both walk with this.
 
     `erased`: what the log's `audit.erasure` events erased (`erasure_claims`): such an
-    event's content is a tombstone, so its content hash is taken as kept — but only the
-    one its erasure recorded, and only while that erasure itself is within what holds.
+    event's content is a tombstone, so its content hash is taken as kept — when it is the
+    one its erasure recorded (else its content is checked as any event's: a log imported
+    with its tombstones hashed them as they are), and only while that erasure itself is
+    within what holds.
     `keep(seq)`: remember the chain hash there (the checkpoints' sizes). `missing`: the
     reason when a seq is not where it should be. `after`, `previous_hex`: the links
     continue a chain already checked through seq `after`, whose chain hash there is
@@ -326,7 +328,7 @@ def walk_chain(
     def failed(at: int, reason: str) -> Walk:
         # An event let through as erased by an erasure at or after the failure was let
         # through by something that does not hold: what holds ends before it.
-        relied = [k for k, (by, _) in erased.items() if k < at and by >= at]
+        relied = [k for k, (by, _) in erased.items() if after < k < at and by >= at]
         return Walk(min([at, *relied]) - 1, at, reason, recomputed, chain_at)
 
     for link in links:
@@ -342,11 +344,8 @@ def walk_chain(
         if len(stored) != 32:
             return failed(seq, "its content hash is missing or not hex")
         claim = erased.get(seq)
-        if claim is not None:
-            if claim[1] != link.content_hash:
-                return failed(
-                    seq, f"its content hash is not the one its erasure (seq {claim[0]}) recorded"
-                )
+        if claim is not None and claim[1] == link.content_hash:
+            pass  # erased: its tombstone is not what was hashed
         elif link.content is not None:
             if content_hash(link.content) != stored:
                 return failed(seq, "its content does not match its content hash")

@@ -115,10 +115,9 @@ def verify_lines(lines: list[str], key: str) -> Report:
             # What it erased is taken as it says; the walk checks each claim against the
             # erased event's hash, and this line against its own (docs/auditing.md#erasing-content).
             erased.update(erasure_claims(proof["seq"], payload))
-        masked = proof.get("masked") or proof.get("erased")
         link = Link(
             proof.get("seq"),
-            None if masked else content,
+            None if proof.get("masked") else content,
             proof.get("content_hash"),
             proof.get("chain_hash"),
         )
