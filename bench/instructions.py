@@ -177,11 +177,18 @@ def main() -> None:
         "--deltas", type=int, default=3000, help="stream mode: the answer's deltas (P5's 3,000)"
     )
     parser.add_argument("--keep", metavar="DIR", help="keep the callgrind dumps in DIR")
+    parser.add_argument(
+        "--experiment",
+        default="",
+        help="bench.instrumented_asgi experiments (no-chain: P9's before, PERFORMANCE.md#p9-chain)",
+    )
     args = parser.parse_args()
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
 
     print("Instructions per ingest request (callgrind) ·", machine_line())
+    if args.experiment:
+        print("experiment:", args.experiment)
     out_dir = Path(args.keep or tempfile.mkdtemp(prefix="chatui-callgrind-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     launcher = (
@@ -193,7 +200,7 @@ def main() -> None:
     )
     results = []
     try:
-        with Bench(launcher=launcher) as bench:
+        with Bench(launcher=launcher, experiment=args.experiment) as bench:
             cookie = session_cookie(bench)
             for mode in args.modes.split(","):
                 if mode == "stream":

@@ -89,6 +89,15 @@ if "frame-dispatch" in _experiments:
 
     TranscriptConsumer.dispatch = _dispatch_frames_directly
 
+if "no-chain" in _experiments:
+    # P9 (docs/PERFORMANCE.md#p9-chain): ingest without the verifiable log — no hashes,
+    # no checkpoints — as bench/p9_chain_cost.py's "chain off": what the chain costs P2
+    # is the difference with a run without this experiment.
+    from chatui.ingest import chain as _chain
+
+    _chain.chain = lambda rows, previous: previous
+    _chain.checkpoint_due = lambda *args, **kwargs: False
+
 if "gc-freeze" in _experiments:
     # Move everything alive after start-up (Django, templates, the URLconf…) out of the
     # collector's reach and collect the young generations less often, so that a full

@@ -153,6 +153,8 @@ class Conversation(FastLoad):
             ("approve_tool", "Can approve or deny a tool call in any conversation they can see"),
             # docs/sharing.md#notes: auditors' notes (the auditor group has it).
             ("annotate", "Can add an auditor's note to a conversation they can see"),
+            # docs/auditing.md#erasing-content: no group has it; given one by one.
+            ("erase_content", "Can erase events' content, keeping the log's proof"),
         ]
 
     def __str__(self) -> str:

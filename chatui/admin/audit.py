@@ -23,7 +23,7 @@ from chatui.read.reveal import (
     reveal_text,
     revealed_block,
 )
-from chatui.read.verify import verify
+from chatui.read.verify import verify, verify_since_held
 from chatui.text import human_size
 from chatui.web.note_views import note_context
 
@@ -62,7 +62,14 @@ def audit_context(request: HttpRequest, conversation: Conversation) -> dict[str,
         "audit_summary": run_summaries(conversation, window, entry_anchors(items)),
         # A4: the log's verification verdict first, with the key it is checked by
         # (docs/auditing.md#checking-a-log).
-        "audit_verdict": verify(conversation),
+        # Checked from where it last held in this process, unless asked for the whole
+        # log (`?verify=all`: what verify_log checks).
+        "audit_verdict": (
+            verify(conversation)
+            if request.GET.get("verify") == "all"
+            else verify_since_held(conversation)
+        ),
+        "audit_verified_whole": request.GET.get("verify") == "all",
         "audit_verifier_key": signing.verifier_key(),
         "audit_first_error": first_error_anchor(window),
         "audit_tool_calls": tool_calls,

@@ -1,4 +1,6 @@
-"""The event log, read-only: never added, changed or deleted from the admin.
+"""The event log, read-only: never added, changed or deleted from the admin. Holders of
+chatui.erase_content may erase selected events' content (docs/auditing.md#erasing-content):
+tombstones through `erase_content`, recorded in the log, the proof kept.
 
 A3 (docs/rendering.md#a3): the list gives each event's seq, type, its own time to the
 millisecond with its offset from its run's start (A2), a one-line summary, and a link
@@ -8,13 +10,19 @@ page and searchable)."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from itertools import groupby
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from chatui.ingest.dialects import agui
+from chatui.ingest.erasure import ERASE, MAX_REASON_CHARS, erase_content
+from chatui.ingest.values import EventError
 from chatui.models import Event, Run
 from chatui.read.exporters import masked_event
 from chatui.read.reveal import pretty_json, reveal_invisible
@@ -55,6 +63,53 @@ class EventAdmin(ConversationScopedAdmin):
         "payload_shown",
         "agui_state_shown",
     )
+
+    actions = ("erase_selected",)
+
+    def has_erase_content_permission(self, request) -> bool:
+        return request.user.has_perm(ERASE)
+
+    @admin.action(
+        description="Erase the selected events' content (kept in the proof)…",
+        permissions=["erase_content"],
+    )
+    def erase_selected(self, request, queryset):
+        """A confirmation page asking why, then one erasure per conversation."""
+        if not self.has_erase_content_permission(request):
+            raise PermissionDenied
+        rows = list(queryset.select_related("conversation").order_by("conversation_id", "seq"))
+        reason = request.POST.get("reason")
+        problem = ""
+        if reason is not None and request.POST.get("confirmed"):
+            try:
+                for _, of_one in groupby(rows, key=lambda row: row.conversation_id):
+                    events = list(of_one)
+                    erasure = erase_content(
+                        events[0].conversation, request.user, [row.seq for row in events], reason
+                    )
+                    self.message_user(
+                        request,
+                        f"Erased {len(erasure.erased)} event(s) of {events[0].conversation_id}; "
+                        f"recorded as seq {erasure.seq}.",
+                        messages.SUCCESS,
+                    )
+                return None
+            except EventError as error:
+                problem = error.message
+        return TemplateResponse(
+            request,
+            "admin/chatui/erase_content.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Erase events' content",
+                "rows": rows,
+                "problem": problem,
+                "reason": reason or "",
+                "max_reason": MAX_REASON_CHARS,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "opts": self.model._meta,
+            },
+        )
 
     tool_call_id_shown = revealed("tool_call_id", "tool call id")
     run_id_shown = revealed("run_id", "run id")

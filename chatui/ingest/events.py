@@ -84,6 +84,11 @@ SERVER_ONLY_TYPES: dict[str, str] = {
         "'audit.note' is written by chatui when an auditor annotates; a runtime cannot "
         "post it (an auditor posts notes with POST …/conversations/{id}/notes)"
     ),
+    "audit.erasure": (
+        "'audit.erasure' is written by chatui when a person with chatui.erase_content "
+        "erases events' content (manage.py erase_content, or the admin); a runtime cannot "
+        "post it"
+    ),
 }
 #: docs/events.md#notes: an auditor's verdict on a tool call, a message or a run.
 NOTE_LABELS = ("ok", "wrong_result", "unsafe", "policy_violation", "needs_review")
@@ -96,6 +101,22 @@ def note_target(value: Any) -> str | None:
         return "must be an object with exactly one of " + ", ".join(NOTE_TARGETS)
     problem = id_string(next(iter(value.values())))
     return f"id {problem}" if problem else None
+
+
+def erased_list(value: Any) -> str | None:
+    """An `audit.erasure`'s list of what it erased: [{seq, content_hash}, …], not empty."""
+    if not isinstance(value, list) or not value:
+        return "must be a non-empty array of {seq, content_hash}"
+    for item in value:
+        if (
+            not isinstance(item, dict)
+            or set(item) != {"seq", "content_hash"}
+            or positive_seq(item["seq"]) is not None
+            or not isinstance(item["content_hash"], str)
+            or not re.fullmatch(r"[0-9a-f]{64}", item["content_hash"])
+        ):
+            return "must be a non-empty array of {seq, content_hash} (a seq and 64 hex digits)"
+    return None
 
 
 def positive_seq(value: Any) -> str | None:
@@ -206,6 +227,14 @@ SCHEMAS: dict[str, dict[str, tuple[Checker, bool]]] = {
         "label": (one_of(*NOTE_LABELS), False),
         "refers_to": (positive_seq, False),
         "author": (short_name, False),
+    },
+    # docs/events.md#erasure: events' content erased (SERVER_ONLY_TYPES: never from a
+    # runtime); each erased event's payload is a tombstone, its content hash kept and
+    # recorded here, so the chain still verifies (docs/auditing.md#erasing-content).
+    "audit.erasure": {
+        "erased": (erased_list, True),
+        "reason": (nonempty_string, True),
+        "by": (short_name, False),
     },
 }
 # AgentSpine's logged types are validated like native ones (dialects.agentspine), and so

@@ -13,6 +13,7 @@ state machine and must see the same state.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -56,6 +57,7 @@ from . import attachments, search_index
 from .agui_projection import AguiProjection
 from .events import DEFAULT_APPROVAL_TIMEOUT_S
 from .otel_projection import OTEL_TYPES, OtelHandlers
+from .tombstones import TOMBSTONE_KEY, is_tombstone
 from .values import (
     MAX_TOKENS,
     USAGE_COUNTS,
@@ -63,6 +65,8 @@ from .values import (
     is_tool_execution_result,
     result_text,
 )
+
+logger = logging.getLogger(__name__)
 
 # A denied call never runs: what a runtime sends for it afterwards changes nothing.
 FINISHED = (
@@ -616,6 +620,22 @@ class Projector(OtelHandlers, AguiProjection):
         return True
 
     def apply(self, event: Event) -> None:
+        if TOMBSTONE_KEY in event.payload and is_tombstone(event.payload):
+            self._apply_erased(event)
+            return
+        self._apply(event)
+
+    def _apply_erased(self, event: Event) -> None:
+        """An erased event's tombstone (docs/auditing.md#erasing-content), applied as its
+        type is: it keeps what places it. A handler that needed what was erased (a
+        foreign dialect's text that carried structure) skips it: the transcript loses
+        that part, never the erasure."""
+        try:
+            self._apply(event)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            logger.info("erased event %s of %s not projected", event.seq, self.conversation.pk)
+
+    def _apply(self, event: Event) -> None:
         self._sub_position = 0
         if event.type in AGUI_LOG_TYPES:
             if not event.run_id:  # in memory only, as for AgentSpine below
@@ -1205,6 +1225,10 @@ class Projector(OtelHandlers, AguiProjection):
     def _on_session_record(self, event: Event, payload: dict[str, Any]) -> None:
         """docs/events.md#sessions: a session file's record the page does not show, kept
         in the log only (reasoning that says nothing, or a sub-agent's, among them)."""
+
+    def _on_audit_erasure(self, event: Event, payload: dict[str, Any]) -> None:
+        """docs/auditing.md#erasing-content: the record of an erasure, in the log only
+        (the erased events' tombstones change the transcript, re-projected)."""
 
     def _on_audit_note(self, event: Event, payload: dict[str, Any]) -> None:
         """docs/events.md#notes: an auditor's note becomes a Note row (no message: the

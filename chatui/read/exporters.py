@@ -67,6 +67,7 @@ from chatui.secrets import MASKED_ROLES, mask_text, mask_value, masked_fields
 from .outcomes import outcome_of
 from .selectors import messages_of
 from .serializers import conversation_to_dict, event_to_input, message_to_dict
+from .verify import erased_in
 
 #: format -> (content type, file name suffix)
 EXPORT_FORMATS: dict[str, tuple[str, str]] = {
@@ -208,6 +209,7 @@ def export_proven_events(
     then the conversation's signed checkpoints up to the last exported event, one a line.
     `chatui-verify` checks such a file offline (chatui_client.verify)."""
     last = 0
+    erased = erased_in(conversation)
     for event, data in _exported_events(conversation, reveal=reveal):
         content = event_content(event)
         proof = {
@@ -220,7 +222,11 @@ def export_proven_events(
             "content_hash": event.content_hash,
             "chain_hash": event.chain_hash,
         }
-        if not reveal and data != event_to_input(event):
+        if erased.get(event.seq, (0, ""))[1] == event.content_hash:
+            # A tombstone (docs/auditing.md#erasing-content): its content hash is the one
+            # its `audit.erasure` event recorded, not recomputable from the line.
+            proof["erased"] = True
+        elif not reveal and data != event_to_input(event):
             proof["masked"] = True
         last = event.seq
         yield {**data, PROOF_KEY: proof}

@@ -27,6 +27,11 @@ VALID = {
         "refers_to": 3,
         "author": "audra",
     },
+    "audit.erasure": {
+        "erased": [{"seq": 2, "content_hash": "ab" * 32}],
+        "reason": "personal data",
+        "by": "eve",
+    },
 }
 
 

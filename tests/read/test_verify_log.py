@@ -141,7 +141,8 @@ def test_a4_the_admin_audit_page_opens_with_the_verdict(logged, client):
     page = client.get(url).content.decode()
     assert "Log verified through event 5" in page and "signed" in page
     Event.objects.filter(conversation=logged, seq=4).update(type="<script>x</script>")
-    page = client.get(url).content.decode()
+    # (Checked from where it last held unless asked for the whole log: below.)
+    page = client.get(url + "?verify=all").content.decode()
     assert "Log fails at event 4" in page
     assert "<script>x</script>" not in page.split('id="audit-verdict"')[1].split("</section>")[0]
 
@@ -159,3 +160,38 @@ def test_v2_the_checkpoint_signs_the_head_hash(logged):
     checkpoint = Checkpoint.objects.get(conversation=logged, size=5)
     assert checkpoint.chain_hash == logged.chain_hash
     assert hashlib.sha256(b"").hexdigest() not in checkpoint.note
+
+
+def test_v3_the_admin_verdict_checks_what_came_since_it_last_held_and_verify_log_all(
+    logged, client
+):
+    admin = get_user_model().objects.create_superuser("root", password="root-password-1")
+    client.force_login(admin)
+    url = reverse("admin:chatui_conversation_change", args=[logged.pk])
+    assert "Log verified through event 5" in client.get(url).content.decode()
+    # A tamper before that point, without re-hashing: the incremental verdict does not
+    # re-hash seq 1–5 again…
+    event = Event.objects.get(conversation=logged, seq=3)
+    Event.objects.filter(pk=event.pk).update(payload={**event.payload, "result": "failed"})
+    ingest(logged, [{"type": "user.message", "content": "More?", "run_id": "r2"}])
+    page = client.get(url).content.decode()
+    assert "Log verified through event 6" in page and "check the whole log" in page
+    # …the whole log's check does, on the page and in verify_log.
+    assert "Log fails at event 3" in client.get(url + "?verify=all").content.decode()
+    status, out = verify_log(str(logged.pk))
+    assert status == 1 and "fails at seq 3: its content does not match" in out
+    # A tamper after where it held is caught by the incremental verdict itself.
+    Event.objects.filter(pk=event.pk).update(payload=event.payload)  # undone
+    assert "Log verified through event 6" in client.get(url + "?verify=all").content.decode()
+    ingest(logged, [{"type": "user.message", "content": "Again?", "run_id": "r2"}])
+    seventh = Event.objects.filter(conversation=logged, seq=7)
+    kept = seventh.get().payload
+    seventh.update(payload={"content": "forged"})
+    assert "Log fails at event 7" in client.get(url).content.decode()
+    seventh.update(payload=kept)
+    assert "Log verified through event 7" in client.get(url).content.decode()
+    # Hashes re-computed from seq 3 on (no key): the chain where it held changed, so the
+    # verdict starts again from seq 1 and fails at the checkpoint.
+    Event.objects.filter(pk=event.pk).update(payload={**event.payload, "result": "failed"})
+    rehash_from(logged, 3)
+    assert "Log fails at event 5" in client.get(url).content.decode()

@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,3 +257,112 @@ class Checkpoint:
         return cls(
             lines[0], fields["conversation"], int(fields["size"]), fields["chain"], fields["time"]
         )
+
+
+# -- walking a chain --------------------------------------------------------------------
+
+#: The type of the event that records an erasure (docs/auditing.md#erasing-content), and
+#: its payload's list of what it erased: `[{"seq", "content_hash"}, …]`.
+ERASURE_TYPE = "audit.erasure"
+ERASED_KEY = "erased"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One event as a chain walker sees it: its seq as stored (or exported), its
+    canonical content to recompute the content hash from (None: taken by its kept hash,
+    as for a masked line), and its stored hashes, hex."""
+
+    seq: Any
+    content: dict[str, Any] | None
+    content_hash: Any
+    chain_hash: Any
+
+
+@dataclass
+class Walk:
+    #: The last seq whose chain holds (0: none).
+    through: int
+    #: The first seq that fails, with why; None when every link holds.
+    failed_at: int | None = None
+    reason: str = ""
+    #: Content hashes recomputed from their content (not masked, not erased).
+    recomputed: int = 0
+    #: seq -> chain hash (hex), for the seqs asked for (`keep`).
+    chain_at: dict[int, str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failed_at is None
+
+
+def erasure_claims(seq: int, payload: Any) -> dict[int, tuple[int, str]]:
+    """What an `audit.erasure` event at `seq` erased: erased seq -> (seq, its content
+    hash as the erasure recorded it). Anything malformed claims nothing (and so erases
+    nothing: the events stay checked by their content)."""
+    listed = payload.get(ERASED_KEY) if isinstance(payload, dict) else None
+    claims: dict[int, tuple[int, str]] = {}
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, dict) and type(item.get("seq")) is int and item["seq"] < seq:
+            claims[item["seq"]] = (seq, str(item.get("content_hash")))
+    return claims
+
+
+def walk_chain(
+    links: Iterable[Link],
+    *,
+    erased: Mapping[int, tuple[int, str]] | None = None,
+    keep: Callable[[int], bool] | None = None,
+    missing: Callable[[int, Link], str] | None = None,
+    after: int = 0,
+    previous_hex: str = "",
+) -> Walk:
+    """Check a conversation's chain, in seq order from 1 (docs/auditing.md#verifying-a-log):
+    no seq missing, each content hash recomputed from its content where it is given, each
+    chain hash from the one before. `verify_log` (database rows) and `chatui-verify`
+    (export lines) both walk with this.
+
+    `erased`: what the log's `audit.erasure` events erased (`erasure_claims`): such an
+    event's content is a tombstone, so its content hash is taken as kept — when it is the
+    one its erasure recorded (else its content is checked as any event's: a log imported
+    with its tombstones hashed them as they are), and only while that erasure itself is
+    within what holds.
+    `keep(seq)`: remember the chain hash there (the checkpoints' sizes). `missing`: the
+    reason when a seq is not where it should be. `after`, `previous_hex`: the links
+    continue a chain already checked through seq `after`, whose chain hash there is
+    `previous_hex` (the admin's verdict, from where it last held)."""
+    erased = erased or {}
+    chain_at: dict[int, str] = {}
+    previous, seq, recomputed = bytes.fromhex(previous_hex) if after else GENESIS, after, 0
+
+    def failed(at: int, reason: str) -> Walk:
+        # An event let through as erased by an erasure at or after the failure was let
+        # through by something that does not hold: what holds ends before it.
+        relied = [k for k, (by, _) in erased.items() if after < k < at and by >= at]
+        return Walk(min([at, *relied]) - 1, at, reason, recomputed, chain_at)
+
+    for link in links:
+        seq += 1
+        if link.seq != seq:
+            return failed(
+                seq, missing(seq, link) if missing else "this event is missing from the log"
+            )
+        try:
+            stored = bytes.fromhex(link.content_hash)
+        except (TypeError, ValueError):
+            return failed(seq, "its content hash is missing or not hex")
+        if len(stored) != 32:
+            return failed(seq, "its content hash is missing or not hex")
+        claim = erased.get(seq)
+        if claim is not None and claim[1] == link.content_hash:
+            pass  # erased: its tombstone is not what was hashed
+        elif link.content is not None:
+            if content_hash(link.content) != stored:
+                return failed(seq, "its content does not match its content hash")
+            recomputed += 1
+        previous = chain_hash(previous, stored)
+        if previous.hex() != link.chain_hash:
+            return failed(seq, "its chain hash does not follow from the event before")
+        if keep is None or keep(seq):
+            chain_at[seq] = link.chain_hash
+    return Walk(seq, None, "", recomputed, chain_at)

@@ -73,12 +73,20 @@ def read_key(given: str) -> str:
 def verify_lines(lines: list[str], key: str) -> Report:
     """Check an events export's lines; Failure at the first that does not hold,
     ValueError for input that is no export."""
-    from .proof import GENESIS, Checkpoint, Verifier, chain_hash, content_hash, open_note
+    from .proof import (
+        ERASURE_TYPE,
+        Checkpoint,
+        Link,
+        Verifier,
+        erasure_claims,
+        open_note,
+        walk_chain,
+    )
 
     verifier = Verifier.parse(key)
-    chain_at: dict[int, str] = {}
-    previous, seq, recomputed = GENESIS, 0, 0
+    links: list[tuple[int, Link]] = []  # (line number, link)
     checkpoints: list[dict[str, Any]] = []
+    erased: dict[int, tuple[int, str]] = {}
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -93,30 +101,36 @@ def verify_lines(lines: list[str], key: str) -> Report:
         proof = line.get(PROOF_KEY)
         if not isinstance(proof, dict):
             raise ValueError(f"line {number} carries no {PROOF_KEY}: not a chatui events export")
-        seq += 1
-        if proof.get("seq") != seq:
-            raise Failure(seq, f"event {seq} is missing (line {number} says {proof.get('seq')})")
-        try:
-            stored = bytes.fromhex(proof["content_hash"])
-        except (KeyError, TypeError, ValueError):
-            raise Failure(seq, "its content hash is missing or not hex") from None
-        if not proof.get("masked"):
-            envelope = set(proof.get("envelope", ())) | {PROOF_KEY}
-            content = {
-                "seq": seq,
-                "type": proof.get("type"),
-                "event_id": proof.get("event_id"),
-                "run_id": proof.get("run_id"),
-                "timestamp": proof.get("timestamp"),
-                "payload": {key: value for key, value in line.items() if key not in envelope},
-            }
-            if content_hash(content) != stored:
-                raise Failure(seq, "its content does not match its content hash")
-            recomputed += 1
-        previous = chain_hash(previous, stored)
-        if previous.hex() != proof.get("chain_hash"):
-            raise Failure(seq, "its chain hash does not follow from the event before")
-        chain_at[seq] = previous.hex()
+        envelope = set(proof.get("envelope", ())) | {PROOF_KEY}
+        payload = {key: value for key, value in line.items() if key not in envelope}
+        content = {
+            "seq": proof.get("seq"),
+            "type": proof.get("type"),
+            "event_id": proof.get("event_id"),
+            "run_id": proof.get("run_id"),
+            "timestamp": proof.get("timestamp"),
+            "payload": payload,
+        }
+        if proof.get("type") == ERASURE_TYPE and type(proof.get("seq")) is int:
+            # What it erased is taken as it says; the walk checks each claim against the
+            # erased event's hash, and this line against its own (docs/auditing.md#erasing-content).
+            erased.update(erasure_claims(proof["seq"], payload))
+        link = Link(
+            proof.get("seq"),
+            None if proof.get("masked") else content,
+            proof.get("content_hash"),
+            proof.get("chain_hash"),
+        )
+        links.append((number, link))
+
+    def missing(seq: int, link: Link) -> str:
+        number = links[seq - 1][0]
+        return f"event {seq} is missing (line {number} says {link.seq})"
+
+    walk = walk_chain((link for _, link in links), erased=erased, missing=missing)
+    if not walk.ok:
+        raise Failure(walk.failed_at or 0, walk.reason)
+    seq, recomputed, chain_at = walk.through, walk.recomputed, walk.chain_at or {}
     if not checkpoints:
         raise Failure(seq, "no signed checkpoint in the export: nothing vouches for the chain")
     signed_through, signed_at, conversation = 0, "", None
