@@ -462,8 +462,10 @@ def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
     start = batch_start(message)
     # From the batch's start through `message`, then on to the next breaker.
     rest: list[Message] = []
+    ended = False
     for later in _rows_from(message.conversation_id, start.position, tail):
         if later.position > message.position and breaks_batch(later):
+            ended = True
             break
         rest.append(later)
     needed = BATCH_WINDOW - sum(map(_is_root, rest))
@@ -472,12 +474,15 @@ def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
         _rows_before(message.conversation_id, start.position, tail) if needed > 0 else ()
     ):
         if breaks_batch(previous):
-            return MessageWindow(before[::-1] + rest)
+            window = MessageWindow(before[::-1] + rest)
+            window.batch_ended = ended
+            return window
         before.append(previous)
         needed -= _is_root(previous)
         if needed == 0:
             break
     window = MessageWindow(before[::-1] + rest)
+    window.batch_ended = ended
     if needed <= 0:  # stopped inside the batch: count the part not loaded
         span = _siblings(message.conversation_id).filter(position__lt=window[0].position)
         breaker = _previous_breaker(span)
@@ -663,3 +668,34 @@ _ROW: Prepared[Conversation] = Prepared(
 def conversation_row(conversation_id) -> Conversation | None:
     """One conversation with its row data (a live row update)."""
     return _ROW.one(pk=conversation_id)
+
+
+# -- W2 the run strip ---------------------------------------------------------------------
+
+
+def going_run_messages(conversation_id, tail: Tail | None = None) -> list[Message]:
+    """The messages of the run a run strip shows (docs/rendering.md#w2), in position
+    order: the run of the newest message that names one. `tail` (a live frame's latest
+    messages) is used when it holds the whole run — the frame reads nothing more —
+    else the run's rows are read, without their `content` (the strip shows none of it):
+    one query per frame of a run longer than the frame's first read
+    (docs/PERFORMANCE.md#p1)."""
+    messages = tail.messages if tail is not None else []
+    run_id = next((m.run_id for m in reversed(messages) if m.run_id), None)
+    if run_id is None and not (tail is not None and tail.complete):
+        run_id = (
+            Message.objects.filter(conversation_id=conversation_id)
+            .exclude(run_id="")
+            .order_by("-position")
+            .values_list("run_id", flat=True)
+            .first()
+        )
+    if run_id is None:
+        return []
+    if tail is not None and (tail.complete or messages[0].run_id != run_id):
+        return [m for m in messages if m.run_id == run_id]
+    return list(
+        Message.objects.filter(conversation_id=conversation_id, run_id=run_id)
+        .defer("content")
+        .order_by("position")
+    )
