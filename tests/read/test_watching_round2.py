@@ -273,3 +273,22 @@ def test_w2_the_strip_reads_the_same_from_a_frames_tail_or_the_database(conversa
     assert [m.pk for m in read] == [m.pk for m in from_tail]
     strip = present_run_strip(from_tail, going=True)
     assert strip.counts_text == "8 done · 1 running"
+
+
+def test_w1_w2_a_past_moment_shows_the_strip_and_the_held_batch_read_only(
+    client, user, conversation
+):
+    """`?at=` (and replay's steps, the same partials) shows the run as it stood then: its
+    strip without Stop (a past moment acts on nothing), its batch held open between tools."""
+    going(conversation, started("a", name=HOSTILE), completed("a", result="one"))
+    gap = conversation.last_seq
+    ingest(conversation, [{"type": "agent.status", "status": "completed", "run_id": RUN}])
+    client.force_login(user)
+    page = client.get(f"{conversation.get_absolute_url()}?at={gap}").content.decode()
+    strip = re.search(r'<section id="run-strip".*?</section>', page, re.S).group(0)
+    assert "data-run-strip-counts>1 done<" in strip and " hidden" not in strip.split(">")[0]
+    assert "data-stop-run" not in strip and HOSTILE not in page
+    assert re.search(r'<details id="b-\d+" class="tool-batch"[^>]* open', page)
+    now = client.get(conversation.get_absolute_url()).content.decode()
+    assert re.search(r'<section id="run-strip"[^>]*\bhidden\b', now)  # the run ended
+    assert not re.search(r'<details id="b-\d+" class="tool-batch"[^>]* open', now)
