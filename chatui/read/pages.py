@@ -62,7 +62,8 @@ def run_strip(
     latest messages, spares the read when it holds the run."""
     if not run_going(conversation):
         return None
-    return present_run_strip(selectors.going_run_messages(conversation.pk, tail), going=True)
+    messages, status_counts = selectors.going_run_messages(conversation.pk, tail)
+    return present_run_strip(messages, going=True, status_counts=status_counts)
 
 
 def composer_open(conversation: Conversation) -> bool:

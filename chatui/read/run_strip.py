@@ -13,7 +13,7 @@ person), never folded into running.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -67,24 +67,42 @@ def _counts_text(counts: dict[str, int]) -> str:
     return " · ".join(f"{counts[word]} {word}" for word in words if counts[word])
 
 
+#: Of the tool rows a run's database read counts by status (`status_counts`), the W4
+#: outcome each status is; the others (pending, failed, denied: expired or not) come as
+#: rows. (A row stored as a success before G15 whose details say it failed counts as
+#: done there: the projection has stored such failures as errors since.)
+COUNTED_STATUSES = {
+    ToolStatus.SUCCESS: "done",
+    ToolStatus.SKIPPED: "done",
+    ToolStatus.CANCELLED: "cancelled",
+}
+
+
 def present_run_strip(
     messages: Sequence[Message],
     *,
     going: bool,
     now: datetime | None = None,
     display: Display = MASKED,
+    status_counts: Mapping[str, int] | None = None,
 ) -> RunStripView | None:
-    """The strip of the run whose messages (in position order) are `messages`; None when
-    no run goes (the strip is hidden)."""
+    """The strip of a run (None when no run goes: the strip is hidden). `messages`, in
+    position order, are all the run's messages; or, with `status_counts` (its tool calls
+    not retried, by a COUNTED_STATUSES status, counted by the database), only its other
+    tool rows and its newest message (chatui.read.selectors.going_run_messages)."""
     if not going:
         return None
     counts = dict.fromkeys(
         ("done", "failed", "denied", "expired", "cancelled", "waiting", "running"), 0
     )
+    for status, number in (status_counts or {}).items():
+        counts[COUNTED_STATUSES[status]] += number
     first_failure = awaiting = running = None
     for message in messages:
         if message.role != Role.TOOL:
             continue
+        if status_counts is not None and message.tool_status in COUNTED_STATUSES:
+            continue  # counted by the database (the run's newest message may be one)
         outcome = outcome_of(message.tool_status, message.metadata)
         if outcome == Outcome.RETRIED:
             continue  # part of its call (G14), counted by its last attempt (W4)
@@ -131,13 +149,11 @@ def present_run_strip(
 
 
 def _text_now(messages: Sequence[Message]) -> dict[str, str]:
-    """No tool runs: the run's latest step says what it does — an answer streaming
+    """No tool runs: the run's newest message says what it does — an answer streaming
     ("Writing…"), a thinking line ("Thinking…"), else "Working…"."""
-    for message in reversed(messages):
-        if message.role == Role.ASSISTANT and not message.is_final:
-            return {"now_kind": "writing", "now_text": "Writing…"}
-        if message.role == Role.STATUS and message.status_type == "thinking":
-            return {"now_kind": "thinking", "now_text": "Thinking…"}
-        if message.role in (Role.ASSISTANT, Role.TOOL, Role.USER):
-            break
+    newest = messages[-1] if messages else None
+    if newest is not None and newest.role == Role.ASSISTANT and not newest.is_final:
+        return {"now_kind": "writing", "now_text": "Writing…"}
+    if newest is not None and newest.role == Role.STATUS and newest.status_type == "thinking":
+        return {"now_kind": "thinking", "now_text": "Thinking…"}
     return {"now_kind": "working", "now_text": "Working…"}

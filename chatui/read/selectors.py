@@ -673,13 +673,42 @@ def conversation_row(conversation_id) -> Conversation | None:
 # -- W2 the run strip ---------------------------------------------------------------------
 
 
-def going_run_messages(conversation_id, tail: Tail | None = None) -> list[Message]:
-    """The messages of the run a run strip shows (docs/rendering.md#w2), in position
-    order: the run of the newest message that names one. `tail` (a live frame's latest
-    messages) is used when it holds the whole run — the frame reads nothing more —
-    else the run's rows are read, without their `content` (the strip shows none of it):
-    one query per frame of a run longer than the frame's first read
-    (docs/PERFORMANCE.md#p1)."""
+#: The tool statuses a run strip's database read counts rather than reads (W2).
+_COUNTED = (ToolStatus.SUCCESS, ToolStatus.SKIPPED, ToolStatus.CANCELLED)
+_RUN_FIELDS = {"conversation": Conversation._meta.pk, "run": Message._meta.get_field("run_id")}
+_RUN_COUNTS = Prepared(
+    lambda conversation, run: (
+        Message.objects.filter(
+            conversation_id=conversation, run_id=run, role=Role.TOOL, tool_status__in=_COUNTED
+        )
+        .order_by()
+        .values("tool_status")
+        .annotate(n=Count("pk"), retried=Count("pk", filter=RETRIED_Q))
+        .values_list("tool_status", "n", "retried")
+    ),
+    **_RUN_FIELDS,
+)
+_RUN_OTHER_TOOLS = Prepared(
+    lambda conversation, run: (
+        Message.objects.filter(conversation_id=conversation, run_id=run, role=Role.TOOL)
+        .exclude(tool_status__in=_COUNTED)
+        .order_by("position")
+    ),
+    **_RUN_FIELDS,
+)
+
+
+def going_run_messages(
+    conversation_id, tail: Tail | None = None
+) -> tuple[list[Message], dict[str, int] | None]:
+    """What a run strip shows of the run of the newest message that names one
+    (docs/rendering.md#w2): `(messages, None)`, all its messages in position order, when
+    `tail` (a live frame's latest messages) holds the whole run — the frame reads nothing
+    more; else `(rows, status_counts)`: its tool calls that ended as a success, skipped or
+    cancelled counted by the database (not retried, W4), and only its other tool rows
+    (pending, failed, denied: few) and its newest message read. So a frame of a long run
+    costs two indexed queries, compiled once (chatui.db.prepared), not a read of the
+    whole run (docs/PERFORMANCE.md#p1)."""
     messages = tail.messages if tail is not None else []
     run_id = next((m.run_id for m in reversed(messages) if m.run_id), None)
     if run_id is None and not (tail is not None and tail.complete):
@@ -691,11 +720,16 @@ def going_run_messages(conversation_id, tail: Tail | None = None) -> list[Messag
             .first()
         )
     if run_id is None:
-        return []
+        return [], None
     if tail is not None and (tail.complete or messages[0].run_id != run_id):
-        return [m for m in messages if m.run_id == run_id]
-    return list(
-        Message.objects.filter(conversation_id=conversation_id, run_id=run_id)
-        .defer("content")
-        .order_by("position")
-    )
+        return [m for m in messages if m.run_id == run_id], None
+    names = {"conversation": conversation_id, "run": run_id}
+    status_counts = {status: n - retried for status, n, retried in _RUN_COUNTS.all(**names)}
+    rows = _RUN_OTHER_TOOLS.all(**names)
+    newest = [m for m in messages if m.run_id == run_id][-1:] if messages else []
+    if not newest:
+        run = Message.objects.filter(conversation_id=conversation_id, run_id=run_id)
+        newest = list(run.defer("content").order_by("-position")[:1])
+    if newest and (not rows or newest[0].pk != rows[-1].pk):
+        rows += newest
+    return rows, status_counts
