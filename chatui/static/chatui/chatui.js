@@ -115,7 +115,6 @@
     // last frame: measuring again would force a layout per message, and see the
     // reader as scrolled away by what was just appended.
     if (!scrollPending) stickToBottom = atBottom();
-    captureAnchor();
     var text = event.detail.message;
     var parts;
     if (!admitFrame(text)) {
@@ -128,6 +127,8 @@
       appendStreamedText(parts);
       setAppliedSeq(frameLastSeq(text));
       followOutputSoon();
+    } else {
+      captureAnchor(); // W1: htmx swaps it; afterChange keeps the view (not for text only)
     }
   });
 
