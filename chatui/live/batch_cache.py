@@ -98,18 +98,19 @@ class KeptBatch:
         return replace(self, views=kept.presented, dirty=frozenset(), flat=flat)
 
 
-def present(batch: KeptBatch) -> tuple[ToolBatchView | None, KeptBatch]:
+def present(batch: KeptBatch, going: bool = False) -> tuple[ToolBatchView | None, KeptBatch]:
     """The kept batch's view, and the batch to keep with it: entry by entry from the
     view before when the batch is flat, else presented in full (lending entries
-    that did not change, presenters.KeptRoots)."""
+    that did not change, presenters.KeptRoots). A kept batch runs through the
+    conversation's last message: while a run goes (`going`) it is held open (W1)."""
     if batch.flat is not None:
         flat = flat_batch_after(
-            batch.flat, batch.dirty, batch.rows, batch.index, batch.roots, batch.head
+            batch.flat, batch.dirty, batch.rows, batch.index, batch.roots, batch.head, going
         )
         if flat is not None:
             return flat.view, replace(batch, views=flat.views, dirty=frozenset(), flat=flat)
     roots = batch.kept_roots()
-    items = present_transcript(batch.window(), kept=roots)
+    items = present_transcript(batch.window(), kept=roots, run_going=going)
     view = next((item for item in items if isinstance(item, ToolBatchView)), None)
     return view, batch.presented(roots, view)
 

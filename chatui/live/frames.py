@@ -64,6 +64,7 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
     least as new as the seq it claims."""
     html = render_partial(TEMPLATE + "#transcript-oob", pages.transcript_context(conversation))
     html += render_run_state(conversation, oob=True)
+    html += render_run_strip(conversation)
     return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
 
 
@@ -98,10 +99,15 @@ def change_frame(
     if live and not others:
         batch_cache.follow(conversation.pk, first_seq, last_seq, changes, key)
         tail_cache.follow(conversation.pk, first_seq, last_seq, changes, key)
-    parts += _changed_parts(conversation.pk, others, changes.created, span)
+    going = pages.run_going(conversation)
+    changed, tail = _changed_parts(conversation.pk, others, changes.created, span, going)
+    parts += changed
     parts += [delta_part(pk, seq, text) for pk, pieces in appended.items() for seq, text in pieces]
     if changes.conversation_changed:
         parts.append(render_run_state(conversation, oob=True))
+    if changes.conversation_changed or (going and others):
+        # W2: what the run does now and its counts change with any of its steps
+        parts.append(render_run_strip(conversation, tail))
     text_only = bool(appended) and not (others or changes.removed or changes.conversation_changed)
     return Frame(first_seq, last_seq, "".join(parts), streamed_text_only=text_only)
 
@@ -125,10 +131,15 @@ class _Span:
 
 
 def _changed_parts(
-    conversation_id, changed_pks: list[int], created: set[int], span: _Span | None = None
-) -> list[str]:
+    conversation_id,
+    changed_pks: list[int],
+    created: set[int],
+    span: _Span | None = None,
+    going: bool = False,
+) -> tuple[list[str], selectors.Tail | None]:
+    """The parts for the changed messages, and the latest messages the frame read."""
     if not changed_pks:
-        return []
+        return [], None
     parts: list[str] = []
     done_messages: set[int] = set()
     runs: dict[str, dict[int, presenters.Item]] = {}  # a run's shown steps, read once
@@ -140,7 +151,7 @@ def _changed_parts(
     found = tail_cache.frame_tail(conversation_id, _tail_size(len(changed_pks)), seqs, key)
     tail = found.tail
     messages = selectors.messages_by_pk(changed_pks, tail, found.read)
-    shown = _Batches(conversation_id, span, messages, tail)
+    shown = _Batches(conversation_id, span, messages, tail, going)
     batches = _touched_batches(messages, shown)
     shown.keep()
     superseded = _superseded_spinners(messages, created, tail)
@@ -164,7 +175,7 @@ def _changed_parts(
         if items:
             parts.append(_render_item(items[0], append=message.pk in created))
     parts += [_delete(dom_id) for dom_id in superseded if dom_id not in unseen]
-    return parts
+    return parts, tail
 
 
 def _tail_size(changed: int) -> int:
@@ -184,9 +195,12 @@ class _Batches:
     frame costs what changed, not the batch). Any other batch is read (`_batch_of`), and
     kept when it is the conversation's latest."""
 
-    def __init__(self, conversation_id, span: _Span | None, messages, tail: selectors.Tail):
+    def __init__(
+        self, conversation_id, span: _Span | None, messages, tail: selectors.Tail, going: bool
+    ):
         self.tail = tail
         self.span = span
+        self.going = going  # a run goes: the batch it is in is held open (W1)
         self.key = (span.key or batch_cache.key_of(conversation_id)) if span is not None else None
         self.kept: batch_cache.KeptBatch | None = None
         self.view: presenters.ToolBatchView | None = None
@@ -202,11 +216,11 @@ class _Batches:
         kept = self.kept
         if kept is not None and message.pk in kept.index and self._starts_in(kept, message):
             if self.view is None:
-                self.view, self.keeping = batch_cache.present(kept)
+                self.view, self.keeping = batch_cache.present(kept, self.going)
             if self.view is not None:
                 return self.view
         roots = presenters.KeptRoots()
-        batch, window = _batch_of(message, self.tail, roots)
+        batch, window = _batch_of(message, self.tail, roots, self.going)
         if self.span is not None and self.keeping is None:
             last = self.tail.messages[-1] if self.tail.messages else None
             self.keeping = batch_cache.keep(
@@ -339,11 +353,15 @@ def _assistant_parts(
 
 
 def _batch_of(
-    message: Message, tail: selectors.Tail, kept: presenters.KeptRoots | None = None
+    message: Message,
+    tail: selectors.Tail,
+    kept: presenters.KeptRoots | None = None,
+    going: bool = False,
 ) -> tuple[presenters.ToolBatchView | None, MessageWindow]:
-    """Present the batch holding `message` from the messages it spans (read)."""
+    """Present the batch holding `message` from the messages it spans (read). Its
+    window runs to the conversation's end unless a breaker follows (`batch_ended`)."""
     window = selectors.batch_slice(message, tail)
-    items = presenters.present_transcript(window, kept=kept)
+    items = presenters.present_transcript(window, kept=kept, run_going=going)
     return presenters.batch_containing(items, message.pk), window
 
 
@@ -449,6 +467,16 @@ def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
         "accepts_input": pages.composer_open(conversation),
     }
     return render_partial("chatui/_run_state.html", context)
+
+
+def render_run_strip(conversation: Conversation, tail: selectors.Tail | None = None) -> str:
+    """W2: the run strip, swapped in place (hidden once no run goes)."""
+    context = {
+        "conversation": conversation,
+        "oob": True,
+        "strip": pages.run_strip(conversation, tail),
+    }
+    return render_partial("chatui/_run_strip.html", context)
 
 
 def replay_frame(conversation_id, after: int) -> Frame | None:

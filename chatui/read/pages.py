@@ -15,6 +15,7 @@ from chatui.agents import accepts_input
 from chatui.models import Conversation, Message
 
 from . import presenters, selectors
+from .run_strip import RunStripView, present_run_strip
 
 
 def viewable_or_404(user, conversation_id) -> Conversation:
@@ -33,16 +34,36 @@ def transcript_context(
     has_earlier: bool = False,
 ) -> dict:
     """What the transcript partials need: the latest window unless `messages` is given."""
+    latest = messages is None
     if messages is None:
         messages, has_earlier = selectors.transcript_window(conversation)
     return {
         "conversation": conversation,
-        # As given: a window that opens inside a giant tool batch carries its head.
-        "items": presenters.present_transcript(messages),
+        # As given: a window that opens inside a giant tool batch carries its head. W1:
+        # the latest window's last batch is where a going run is.
+        "items": presenters.present_transcript(
+            messages, run_going=latest and run_going(conversation)
+        ),
         "has_earlier": has_earlier,
         "first_position": selectors.first_position(messages),
         "last_seq": conversation.last_seq,
     }
+
+
+def run_going(conversation: Conversation) -> bool:
+    """A run goes in `conversation` (its status, kept by the projection)."""
+    return conversation.status == "running"
+
+
+def run_strip(
+    conversation: Conversation, tail: selectors.Tail | None = None
+) -> RunStripView | None:
+    """W2: the strip of the going run (None when none goes); `tail`, a live frame's
+    latest messages, spares the read when it holds the run."""
+    if not run_going(conversation):
+        return None
+    messages, status_counts = selectors.going_run_messages(conversation.pk, tail)
+    return present_run_strip(messages, going=True, status_counts=status_counts)
 
 
 def composer_open(conversation: Conversation) -> bool:

@@ -94,6 +94,8 @@ OUTPUT_TAIL_CHARS = 1000
 ERROR_CHARS = 500
 KIND_VALUE_CHARS = 200
 KIND_PREVIEW_LINES = 3
+#: G22: the header's one-line preview of a result or error.
+PREVIEW_LINE_CHARS = 120
 #: A finished tool's result text longer than this (and than the page's inline bound)
 #: is "long": the page shows its head and fetches the rest on demand, so only the head
 #: is masked (`_shown_heads`, issue 28). Far above the inline bound (16 KiB), which no
@@ -290,6 +292,9 @@ class ToolEntryView(TemplateView):
     args_diff: DiffView | None = None
     diff_stat: Text | None = None
     details_view: DetailsView | None = None
+    # G22: the header's one line — the result's (or error's) first line once it ended,
+    # the progress line while it runs (docs/rendering.md#g22).
+    preview_line: ToolText | None = None
 
     @property
     def is_running(self) -> bool:
@@ -298,6 +303,13 @@ class ToolEntryView(TemplateView):
     @property
     def is_queued(self) -> bool:
         return self.is_pending and self.status == ToolStatus.QUEUED
+
+    @property
+    def pending_word(self) -> str | None:
+        """W3: "running" (with a clock) or "waiting" (queued: no clock, nothing runs yet)."""
+        if not self.is_pending:
+            return None
+        return "running" if self.status == ToolStatus.RUNNING else "waiting"
 
     @property
     def is_cancelled(self) -> bool:
@@ -314,8 +326,11 @@ class ToolEntryView(TemplateView):
             return "ban"
         if self.status == "awaiting_approval":
             return "hand"
+        # W3: waiting is not running — a hollow dashed circle, muted; a spinning loader.
+        if self.is_running:
+            return "loader-circle"
         if self.is_pending:
-            return "hourglass"
+            return "circle-dashed"
         if self.is_skipped or self.no_result or self.is_cancelled:
             return "minus"
         return "check"
@@ -396,7 +411,7 @@ class ToolBatchView(TemplateView):
     # docs/rendering.md#watching-a-run: "List Files, Read File +3"; None for a batch of one
     names_text: ToolText | None = None
     running_text: Text | None = None  # "2 running"
-    queued_text: Text | None = None  # "9 queued"
+    queued_text: Text | None = None  # "9 waiting" (W3: queued, not running)
     # docs/rendering.md#watching-a-run: the running entry, shown in the summary
     live: LiveLineView | None = None
     awaiting_text: Text | None = None  # "1 awaiting approval" (docs/rendering.md#approvals)
@@ -410,6 +425,12 @@ class ToolBatchView(TemplateView):
     conversation_id: Any = None
     start_pk: int | None = None  # the batch's first top-level tool message
     hidden_pks: frozenset[int] = frozenset()  # tool messages not shown (nested too)
+    # W1 calm: open because it is where its going run is (nothing shown after it yet),
+    # even between its tools; chatui.js closes it once the run moves past it.
+    held: bool = False
+    # G22: a batch of one is a single card: its summary shows the entry's outcome icon,
+    # duration and one-line preview.
+    single: ToolEntryView | None = None
 
     @property
     def summary_id(self) -> str:
@@ -792,6 +813,12 @@ def _live_fields(meta: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def progress_line(metadata: dict[str, Any], display: Display = MASKED) -> str | None:
+    """G11: a pending tool's progress line, as its entry shows it (W2's strip too)."""
+    meta, _ = display.message_text(Role.TOOL, metadata or {}, "")
+    return _live_fields(meta)["progress_line"]
+
+
 _NO_LIVE = {"progress": None, "progress_percent": None, "progress_line": None, "output_tail": None}
 
 
@@ -930,6 +957,7 @@ def _present_entry(
             message, result, details, args_text, shows_result=not is_error, whole=details_size
         )
     started = message.timestamp
+    live = _live_fields(meta) if pending else _NO_LIVE
     # G20: the Details with multi-line strings as text blocks (only when shown whole)
     shows_blocks = details is not None and "details_size" not in left_out and "\\n" in details
     return ToolEntryView(
@@ -969,8 +997,12 @@ def _present_entry(
         args_diff=rich.args_diff,
         diff_stat=rich.diff_stat,
         details_view=present_details(_details_payload(meta)) if shows_blocks else None,
+        # G22: while pending, the header's line is its progress line (G11)
+        preview_line=live["progress_line"]
+        if pending
+        else _preview_line(status, error_text, content),
         **left_out,
-        **(_live_fields(meta) if pending else _NO_LIVE),
+        **live,
     )
 
 
@@ -1180,6 +1212,22 @@ def _clock(raw: Any) -> str | None:
     return timezone.localtime(moment).strftime("%H:%M")
 
 
+def _preview_line(status: str, error_text: str | None, content: str) -> str | None:
+    """G22: one line a reader need not open the entry for — the error's first line, or
+    the result's first non-blank line with its terminal escapes gone (G17); nothing for
+    an outcome that has no output (cancelled, denied, skipped, awaiting: the status word
+    says it). `content` is already masked (T3); the template escapes it (T1)."""
+    if status in (ToolStatus.CANCELLED, ToolStatus.DENIED, ToolStatus.AWAITING_APPROVAL):
+        return None
+    text = error_text if error_text else content
+    if not text or not text.strip():
+        return None
+    if "\x1b" in text or "\r" in text:
+        text = plain_terminal_text(text)
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return neutralise(clip(" ".join(line.split()), PREVIEW_LINE_CHARS)) if line else None
+
+
 def _preview_note(meta: dict[str, Any], content: str) -> str | None:
     """[001] AgentSpine sends a preview of the result, cut at about 200 characters
     with "...": when it was cut, say so. An uncut preview is the whole result."""
@@ -1346,6 +1394,7 @@ def flat_batch_after(
     index: dict[int, int],
     roots: int,
     head: BatchHead | None,
+    held: bool = False,
 ) -> FlatBatch | None:
     """`before` with the changes since: the entries of the `dirty` tool messages (and
     of the pending ones: their clock moves) presented anew, new ones added, those
@@ -1402,6 +1451,7 @@ def flat_batch_after(
         earlier=0,
         first=first,
         shown_position=first.position,
+        held=held,
     )
     return FlatBatch(view, tally, views, frozenset(timed))
 
@@ -1548,6 +1598,7 @@ def _batch(
     display: Display,
     head: BatchHead | None = None,
     kept: KeptRoots | None = None,
+    held: bool = False,
 ) -> ToolBatchView:
     """The batch of top-level `roots` (after `head`, its part not loaded); only the
     latest BATCH_WINDOW are presented, the earlier ones are counted from their
@@ -1567,6 +1618,7 @@ def _batch(
         earlier=len(earlier),
         first=roots[0],
         shown_position=shown[0].position,
+        held=held,
     )
 
 
@@ -1579,10 +1631,12 @@ def _batch_view(
     earlier: int,
     first: Message,
     shown_position: int,
+    held: bool = False,
 ) -> ToolBatchView:
     """The batch of `entries` (`every` counts them, nested ones too), after `earlier`
     top-level entries not shown (`hidden`, their messages) and `head`; `first` is the
-    batch's first top-level message loaded, `shown_position` the first shown's."""
+    batch's first top-level message loaded, `shown_position` the first shown's. `held`:
+    the batch is where its going run is (W1: open between its tools)."""
     outcomes = _Outcomes(every.failed, every.skipped, every.pending) + _Outcomes.of_messages(hidden)
     if head is not None:
         outcomes += _Outcomes(head.failed, head.skipped, head.running, head.updated_seq)
@@ -1592,6 +1646,7 @@ def _batch_view(
     hidden_pending = outcomes.running - every.pending
     running = every.running + hidden_pending
     count = len(entries) + earlier_count
+    opened = outcomes.failed > 0 or running > 0 or every.awaiting > 0
     return ToolBatchView(
         dom_id=f"b-{start_pk}",  # the first top-level entry's pk: stable as the batch grows
         entries=entries,
@@ -1603,13 +1658,17 @@ def _batch_view(
         skipped_text=_counted(outcomes.skipped, "skipped"),
         running_count=running,
         running_text=_counted(running, "running"),
-        queued_text=_counted(every.queued, "queued"),
+        queued_text=_counted(every.queued, "waiting"),  # W3: waiting is not running
         names_text=_names_text(entries),
         live=_live_line(every.first_running),
         # G6: a batch holding an error renders expanded; docs/rendering.md#watching-a-run: so does
         # one holding a running entry, until none runs (a fresh load then shows it closed again),
         # and one waiting for a person (docs/rendering.md#approvals: its buttons must be in sight).
-        open=outcomes.failed > 0 or running > 0 or every.awaiting > 0,
+        # W1 calm: and the batch its going run is in (nothing shown after it yet) stays
+        # open between its tools, never closing and re-opening.
+        open=opened or held,
+        held=held and not opened,  # open only because the run is in it
+        single=entries[0] if count == 1 and entries else None,
         awaiting_text=_counted(every.awaiting, "awaiting approval"),
         denied_text=_counted(every.denied, "denied"),
         expired_text=_counted(every.expired, "expired"),
@@ -1898,6 +1957,7 @@ def present_transcript(
     now: datetime | None = None,
     display: Display = MASKED,
     kept: KeptRoots | None = None,
+    run_going: bool = False,
 ) -> list[Item]:
     """A contiguous, position-ordered slice of messages → the items to render, in order,
     every text shown as `display` says (chatui.read.display: secrets masked by default).
@@ -1906,8 +1966,13 @@ def present_transcript(
     A MessageWindow's `batch_head` is the part of its opening tool batch before it.
     `kept` (a live frame's, chatui.live.batch_cache) lends top-level entries presented
     before and records those presented now.
+
+    `run_going`: the slice reaches the conversation's end and a run goes. Its last batch,
+    when nothing shown comes after it (no breaker in the slice, and none after the slice:
+    a window's `batch_ended`), is where the run is: W1 holds it open between its tools.
     """
     head = getattr(messages, "batch_head", None)
+    messages_in = messages
     messages = list(messages)
     now = now or timezone.now()
     tree = _ToolTree.build(messages)
@@ -1919,12 +1984,13 @@ def present_transcript(
     batch: list[Message] = []
     held: list[StatusView] = []  # statuses inside a batch go right after it
 
-    def flush() -> None:
+    def flush(last: bool = False) -> None:
         nonlocal head
         if batch:
             # The head belongs to the slice's first batch if no breaker came before it
             # (a breaker flushes, which drops the head).
-            items.append(_batch(batch, tree, now, display, head, kept))
+            here = last and run_going and not getattr(messages_in, "batch_ended", False)
+            items.append(_batch(batch, tree, now, display, head, kept, here))
             batch.clear()
         head = None
         items.extend(held)
@@ -1947,7 +2013,7 @@ def present_transcript(
         elif message.role == Role.USER:
             flush()
             items.append(present_user(message))
-    flush()
+    flush(last=True)
     return [display.show(item) for item in items]
 
 

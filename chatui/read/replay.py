@@ -103,6 +103,7 @@ from chatui.ingest.projection import LOG_READ_BACK, ROW_COUNT_FIELDS, Projector
 from chatui.models import Conversation, ConversationStatus, Event, Message
 
 from . import presenters, selectors
+from .run_strip import present_run_strip, run_of
 
 #: Checkpoints: every this many events along the whole prefix.
 CHECKPOINT_EVERY = 1000
@@ -745,12 +746,19 @@ def transcript_context(conversation: Conversation, at: Moment) -> dict:
     action (no composer, Stop or decision buttons: they would act on the present)."""
     return {
         "conversation": conversation,
-        "items": presenters.present_transcript(at.messages, now=at.timestamp),
+        # W1: a moment in a run shows its last batch as the live page showed it then
+        "items": presenters.present_transcript(
+            at.messages, now=at.timestamp, run_going=at.status == "running"
+        ),
         "has_earlier": at.has_earlier,
         "first_position": at.messages[0].position if at.messages else 0,
         "last_seq": at.seq,
         "moment": at,
         "read_only": True,
+        # W2: the strip as it stood then (read-only: no Stop)
+        "strip": present_run_strip(
+            run_of(at.messages), going=at.status == "running", now=at.timestamp
+        ),
     }
 
 

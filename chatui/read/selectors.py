@@ -462,8 +462,10 @@ def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
     start = batch_start(message)
     # From the batch's start through `message`, then on to the next breaker.
     rest: list[Message] = []
+    ended = False
     for later in _rows_from(message.conversation_id, start.position, tail):
         if later.position > message.position and breaks_batch(later):
+            ended = True
             break
         rest.append(later)
     needed = BATCH_WINDOW - sum(map(_is_root, rest))
@@ -472,12 +474,15 @@ def batch_slice(message: Message, tail: Tail | None = None) -> MessageWindow:
         _rows_before(message.conversation_id, start.position, tail) if needed > 0 else ()
     ):
         if breaks_batch(previous):
-            return MessageWindow(before[::-1] + rest)
+            window = MessageWindow(before[::-1] + rest)
+            window.batch_ended = ended
+            return window
         before.append(previous)
         needed -= _is_root(previous)
         if needed == 0:
             break
     window = MessageWindow(before[::-1] + rest)
+    window.batch_ended = ended
     if needed <= 0:  # stopped inside the batch: count the part not loaded
         span = _siblings(message.conversation_id).filter(position__lt=window[0].position)
         breaker = _previous_breaker(span)
@@ -663,3 +668,68 @@ _ROW: Prepared[Conversation] = Prepared(
 def conversation_row(conversation_id) -> Conversation | None:
     """One conversation with its row data (a live row update)."""
     return _ROW.one(pk=conversation_id)
+
+
+# -- W2 the run strip ---------------------------------------------------------------------
+
+
+#: The tool statuses a run strip's database read counts rather than reads (W2).
+_COUNTED = (ToolStatus.SUCCESS, ToolStatus.SKIPPED, ToolStatus.CANCELLED)
+_RUN_FIELDS = {"conversation": Conversation._meta.pk, "run": Message._meta.get_field("run_id")}
+_RUN_COUNTS = Prepared(
+    lambda conversation, run: (
+        Message.objects.filter(
+            conversation_id=conversation, run_id=run, role=Role.TOOL, tool_status__in=_COUNTED
+        )
+        .order_by()
+        .values("tool_status")
+        .annotate(n=Count("pk"), retried=Count("pk", filter=RETRIED_Q))
+        .values_list("tool_status", "n", "retried")
+    ),
+    **_RUN_FIELDS,
+)
+_RUN_OTHER_TOOLS = Prepared(
+    lambda conversation, run: (
+        Message.objects.filter(conversation_id=conversation, run_id=run, role=Role.TOOL)
+        .exclude(tool_status__in=_COUNTED)
+        .order_by("position")
+    ),
+    **_RUN_FIELDS,
+)
+
+
+def going_run_messages(
+    conversation_id, tail: Tail | None = None
+) -> tuple[list[Message], dict[str, int] | None]:
+    """What a run strip shows of the run of the newest message that names one
+    (docs/rendering.md#w2): `(messages, None)`, all its messages in position order, when
+    `tail` (a live frame's latest messages) holds the whole run — the frame reads nothing
+    more; else `(rows, status_counts)`: its tool calls that ended as a success, skipped or
+    cancelled counted by the database (not retried, W4), and only its other tool rows
+    (pending, failed, denied: few) and its newest message read. So a frame of a long run
+    costs two indexed queries, compiled once (chatui.db.prepared), not a read of the
+    whole run (docs/PERFORMANCE.md#p1)."""
+    messages = tail.messages if tail is not None else []
+    run_id = next((m.run_id for m in reversed(messages) if m.run_id), None)
+    if run_id is None and not (tail is not None and tail.complete):
+        run_id = (
+            Message.objects.filter(conversation_id=conversation_id)
+            .exclude(run_id="")
+            .order_by("-position")
+            .values_list("run_id", flat=True)
+            .first()
+        )
+    if run_id is None:
+        return [], None
+    if tail is not None and (tail.complete or messages[0].run_id != run_id):
+        return [m for m in messages if m.run_id == run_id], None
+    names = {"conversation": conversation_id, "run": run_id}
+    status_counts = {status: n - retried for status, n, retried in _RUN_COUNTS.all(**names)}
+    rows = _RUN_OTHER_TOOLS.all(**names)
+    newest = [m for m in messages if m.run_id == run_id][-1:] if messages else []
+    if not newest:
+        run = Message.objects.filter(conversation_id=conversation_id, run_id=run_id)
+        newest = list(run.defer("content").order_by("-position")[:1])
+    if newest and (not rows or newest[0].pk != rows[-1].pk):
+        rows += newest
+    return rows, status_counts

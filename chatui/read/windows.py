@@ -36,3 +36,6 @@ class MessageWindow(list):
     describes the batch's part before it."""
 
     batch_head: BatchHead | None = None
+    #: Something shown comes after the slice's last batch (a breaker the slice stops
+    #: before): that batch is not where a going run is (W1, docs/rendering.md#w1).
+    batch_ended: bool = False

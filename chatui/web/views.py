@@ -87,6 +87,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     context["can_post"] = conversation.owner_id == request.user.pk
     context["can_decide"] = approvals.can_decide(request.user, conversation)
     context["accepts_input"] = pages.composer_open(conversation)
+    context["strip"] = pages.run_strip(conversation)  # W2
     context["rail_rows"] = listing.present_rows(
         selectors.conversation_rows(request.user, RAIL_LIMIT, compact=True)
     )

@@ -190,13 +190,19 @@ def test_a_batch_the_reader_opened_stays_open_as_tools_arrive(chatui_server, liv
     post(chatui_server, conversation_id, started("o1", "list_files"), completed("o1", result="a"))
     batch = page.locator("[data-tool-batch]")
     expect(batch.locator('[data-tool-call-id="o1"]')).to_have_attribute("data-status", "success")
-    assert batch.get_attribute("open") is None  # G1: collapsed by default once nothing runs
-    batch.locator(":scope > summary").click()
+    # W1 (docs/rendering.md#w1): open between tools while its run is in it
     expect(batch).to_have_attribute("open", "")
+    summary = batch.locator(":scope > summary")
+    summary.click()  # the reader closes it: the live updates keep that
+    expect(batch).not_to_have_attribute("open", "")
     post(chatui_server, conversation_id, started("o2", "read_file"))
     expect(batch).to_have_attribute("data-count", "2", timeout=5000)
+    assert batch.get_attribute("open") is None  # though o2 runs: the reader's choice
+    summary.click()  # and opens it again
+    post(chatui_server, conversation_id, completed("o2", result="b"), started("o3", "grep"))
+    expect(batch).to_have_attribute("data-count", "3", timeout=5000)
     expect(batch).to_have_attribute("open", "")  # the live update kept the reader's choice
-    assert page.locator('[data-tool-call-id="o2"]').is_visible()
+    assert page.locator('[data-tool-call-id="o3"]').is_visible()
 
 
 def test_s21_a_dropped_page_tries_again_at_least_every_4_s(live_page):

@@ -141,12 +141,14 @@ def test_g4_inline_block_and_truncated_results(shown):
     assert "(truncated, 3.0 KB)" in entry(shown, "c4").locator("[data-tool-result]").inner_text()
 
 
-def test_g5_pending_entries_show_hourglass_and_no_result(shown):
+def test_g5_w3_pending_entries_show_their_state_and_no_result(shown):
     running, queued = entry(shown, "e1"), entry(shown, "e2")
     assert running.get_attribute("data-status") == "running"
     assert queued.get_attribute("data-status") == "queued"
+    # W3 (docs/rendering.md#w3): a running entry spins, a waiting one is a hollow circle
+    assert running.locator(".tool-icon .icon--loader-circle").count() == 1  # W7
+    assert queued.locator(".tool-icon .icon--circle-dashed").count() == 1
     for pending in (running, queued):
-        assert pending.locator(".tool-icon .icon--hourglass").count() == 1  # W7
         assert pending.locator("[data-tool-result]").count() == 0
 
 

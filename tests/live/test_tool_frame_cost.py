@@ -263,22 +263,26 @@ def p1_conversation(user, tools: int = 40) -> Conversation:
     return conversation
 
 
-def test_p1_tool_started_frame_reads_at_most_2_queries(user, django_assert_max_num_queries):
-    """The latest messages (the new entry, its batch back to the text that starts it)
-    and the run's thinking lines before them (this run has none)."""
+def test_p1_tool_started_frame_reads_at_most_4_queries(user, django_assert_max_num_queries):
+    """The latest messages (the new entry, its batch back to the text that starts it),
+    the run's thinking lines before them (this run has none), and for its strip (W2:
+    the run is longer than the latest messages) its calls counted by status and its
+    pending and failed ones."""
     conversation = p1_conversation(user)
     first, last, changes = frame_after(conversation, tool("new", args={"path": "x.py"}))
-    with django_assert_max_num_queries(2):
+    with django_assert_max_num_queries(4):
         html = frames.change_frame(conversation, first, last, changes).html
     assert html.count('class="tool-entry"') == 1 and 'data-tool-call-id="new"' in html
     assert 'data-batch-count="1"' in html  # a text just ended the previous batch
 
 
-def test_p1_tool_completed_frame_reads_1_query(user, django_assert_max_num_queries):
+def test_p1_tool_completed_frame_reads_3_queries(user, django_assert_max_num_queries):
+    """The latest messages, and for the run's strip (W2: the run is longer than the
+    latest messages) its calls counted by status and its pending and failed ones."""
     conversation = Conversation.objects.create(owner=user, title="p1")
     ingest(conversation, timed(p1_events(43))[:-1])  # the last batch: 3 calls, 1 running
     first, last, changes = frame_after(conversation, done("p42", result="changed"))
-    with django_assert_max_num_queries(1):
+    with django_assert_max_num_queries(3):
         html = frames.change_frame(conversation, first, last, changes).html
     assert 'data-tool-call-id="p42"' in html and "changed" in html
     assert 'data-batch-count="3"' in html and html.count('class="tool-entry"') == 1
@@ -304,16 +308,17 @@ def test_p2_tool_started_frame_after_thinking_lines_reads_1_query(
     assert spinners[2].dom_id not in html
 
 
-def test_an_update_to_an_early_entry_of_a_long_batch_reads_at_most_4_queries(
+def test_an_update_to_an_early_entry_of_a_long_batch_reads_at_most_6_queries(
     user, django_assert_max_num_queries
 ):
     """The entry lies before the latest messages: it is read by pk, its batch forward
     up to the latest messages and back to its start by query (as many as before
-    the latest messages were read first), none of them twice."""
+    the latest messages were read first), none of them twice; and the two reads of the
+    run's strip (W2)."""
     conversation = Conversation.objects.create(owner=user, title="long")
     ingest(conversation, timed(long_batch_events(calls=2 * selectors.FRAME_TAIL)))
     first, last, changes = frame_after(conversation, done("l1", result="early"))
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(6):
         html = frames.change_frame(conversation, first, last, changes).html
     assert 'data-tool-call-id="l1"' in html and "early" in html
 

@@ -219,7 +219,7 @@ def test_p1_tool_frame_reads_no_more_on_a_100_entry_batch_than_on_a_3_entry_one(
     for events in ([tool("new", args={"path": "x"})], [done("new", result="done")]):
         few, small_html = frame_queries(small, timed(events))
         many, large_html = frame_queries(large, timed(events))
-        assert len(many) <= len(few) <= 2
+        assert len(many) <= len(few) <= 4  # 2 of them the run strip's (W2: a long run)
         assert 'data-batch-count="4"' in small_html and 'data-batch-count="101"' in large_html
         assert large_html.count('class="tool-entry"') == 1
 
@@ -230,8 +230,10 @@ def test_p1_tool_frame_reads_no_batch_rows_when_contiguous(user):
     conversation = batch_with_frames(user, 40, running=3)
     sql, html = frame_queries(conversation, timed([done("c3", result="late")]))
     # The early entry by pk (its row is not among the latest messages, which the frame
-    # before kept: chatui.live.tail_cache), and nothing else.
-    assert len(sql) == 1 and '"id" IN' in sql[0]
+    # before kept: chatui.live.tail_cache), and the run strip's two reads of the run (W2:
+    # its calls counted by status, its pending and failed ones), nothing else.
+    assert len(sql) == 3 and '"id" IN' in sql[0]
+    assert all('"run_id" =' in query for query in sql[1:])
     assert 'data-tool-call-id="c3"' in html and "late" in html
     assert 'data-batch-count="40"' in html and html.count('class="tool-entry"') == 1
 
@@ -336,10 +338,12 @@ def test_p1_a_frame_changing_no_message_keeps_the_batch_following(user):
     frames.change_frame(conversation, first, result.last_seq, result.changes)
     assert kept_seq(conversation) == result.last_seq
     sql, html = frame_queries(conversation, timed([tool("next")]))
-    assert len(sql) <= 2 and 'data-batch-count="21"' in html
+    assert len(sql) <= 4 and 'data-batch-count="21"' in html  # 2 of them W2's strip
     # No walk back through the batch: the only read before a position is the run's
     # thinking lines' (the new call replaces the latest, docs/rendering.md#one-status-line).
-    assert all("thinking" in query for query in sql if '"position" <' in query)
+    assert all(
+        "thinking" in query for query in sql if '"position" <' in query and "run_id" not in query
+    )
 
 
 @pytest.mark.parametrize("calls", [3, 100])
@@ -363,14 +367,16 @@ def test_p1_a_tool_frame_presents_only_the_entries_that_changed(user, calls, mon
     monkeypatch.setattr(presenters, "_present_entry", entry)
     monkeypatch.setattr(presenters, "present_transcript", transcript)
     monkeypatch.setattr(batch_cache, "present_transcript", transcript)
-    steps = [([tool("new", args={"path": "x"})], "true"), ([done("new", result="done")], "false")]
+    # W1: the batch stays open once the call ended, its run still in it (held)
+    steps = [([tool("new", args={"path": "x"})], "true"), ([done("new", result="done")], "true")]
     for events, running in steps:
         presented.clear()
         _sql, html = frame_queries(conversation, timed(events))
         assert len(presented) == 1 and not whole
         assert f'data-batch-count="{calls + 1}"' in html
-        # docs/rendering.md#watching-a-run: open while one runs
+        # docs/rendering.md#watching-a-run: open while one runs, and (W1) between calls
         assert f'data-batch-open="{running}"' in html
+    assert 'data-batch-held="true"' in html
 
 
 def test_p1_a_batch_holding_more_text_than_kept_text_is_read_not_kept(conversation, monkeypatch):

@@ -910,7 +910,7 @@ def test_sec10_summary_counts_running_queued_failed_skipped_apart(conversation, 
     conversation.messages.filter(tool_call_id="c1").update(tool_status="queued")
     feed(started("c4"))
     batch = only_batch(present(conversation))
-    assert (batch.running_text, batch.queued_text) == ("1 running", "1 queued")
+    assert (batch.running_text, batch.queued_text) == ("1 running", "1 waiting")  # W3
     assert (batch.failed_text, batch.skipped_text) == ("1 failed", "1 skipped")
 
 
@@ -1102,4 +1102,9 @@ def test_g5_g6_entry_icon_says_failed_pending_skipped_or_done(conversation, feed
     items = present(conversation)
     icons = {call: entry(items, call).icon for call in ("ok", "bad", "busy", "skip")}
     # W7: names of the vendored SVG icons (chatui/icons/)
-    assert icons == {"ok": "check", "bad": "circle-x", "busy": "hourglass", "skip": "minus"}
+    assert icons == {
+        "ok": "check",
+        "bad": "circle-x",
+        "busy": "loader-circle",
+        "skip": "minus",
+    }  # W3

@@ -60,7 +60,7 @@ def test_w7_meaning_is_in_text_beside_each_mark(client, user, conversation):
     assert len(heads) == 3
     for head, mark, said in zip(
         heads,
-        ("check", "circle-x", "hourglass"),
+        ("check", "circle-x", "loader-circle"),  # W3: a running one spins
         ('visually-hidden">succeeded', 'visually-hidden">failed', "running"),
         strict=True,
     ):

@@ -127,6 +127,8 @@
       appendStreamedText(parts);
       setAppliedSeq(frameLastSeq(text));
       followOutputSoon();
+    } else {
+      captureAnchor(); // W1: htmx swaps it; afterChange keeps the view (not for text only)
     }
   });
 
@@ -398,7 +400,18 @@
     });
   }
 
-  /* A swapped summary carries its batch's state; copy it onto the <details>. */
+  /* A swapped summary carries its batch's state; copy it onto the <details>.
+   * W1 calm (docs/rendering.md#w1): a batch held open because its going run is in it
+   * (data-batch-held) stays open between its tools; once the run moves past it — shown
+   * text, a user message or a later batch follows it — it closes, as a fresh load
+   * renders it. (That later item's frame does not re-send the batch: the page sees it.) */
+  function passed(details) {
+    for (var el = details.nextElementSibling; el; el = el.nextElementSibling) {
+      if (el.matches("article[data-role], details[data-tool-batch]")) return true;
+    }
+    return false;
+  }
+
   function syncBatches() {
     var list = transcript();
     if (!list) return;
@@ -409,6 +422,14 @@
       details.setAttribute("data-seq", summary.getAttribute("data-batch-seq"));
       details.toggleAttribute("data-has-error", summary.getAttribute("data-batch-error") === "true");
       var open = summary.getAttribute("data-batch-open") === "true";
+      var held = summary.getAttribute("data-batch-held") === "true";
+      if (open && held && passed(details)) {
+        // Open only because the run was here: it moved on. The summary says so too, so a
+        // later swap of another part does not open it again.
+        open = false;
+        summary.setAttribute("data-batch-open", "false");
+        summary.setAttribute("data-batch-held", "false");
+      }
       if (!(details.id in readerChoice) && details.open !== open) details.open = open;
     });
   }
@@ -454,12 +475,84 @@
     return s.scrollHeight - s.scrollTop - s.clientHeight < 80;
   }
 
+  /* W2: the tab's title starts with "✋" while an approval waits, else "●" while a run
+   * goes (the run strip's data-title-mark, docs/rendering.md#w2). */
+  var TITLE_MARK = /^(\u270B|\u25CF) /;
+  var MARKS = { approval: "\u270B", running: "\u25CF" }; // ✋ and ●
+
+  function syncTitleMark() {
+    var strip = document.getElementById("run-strip");
+    if (!strip) return;
+    var name = strip.hasAttribute("hidden") ? "" : strip.getAttribute("data-title-mark");
+    var mark = MARKS[name] || "";
+    var title = document.title.replace(TITLE_MARK, "");
+    var wanted = mark ? mark + " " + title : title;
+    if (document.title !== wanted) document.title = wanted;
+  }
+
   function afterChange() {
+    syncTitleMark();
     syncBatches();
     restoreChoices();
     announceFinished(false);
     decorate(document);
+    keepAnchor();
     followOutput();
+  }
+
+  /* --- W1: what the reader looks at does not move (docs/rendering.md#w1) ---
+   * A reader who is not at the bottom keeps their view: before a frame is applied the
+   * first item at the top of the view (a message, a batch's entry) and its place are
+   * noted; after it, the page scrolls by however far that item moved (a batch above
+   * that grew, closed or opened). Browsers with CSS scroll anchoring have usually done
+   * it already: then it moved by nothing. Found by halving the transcript's items, and
+   * a batch's entries, so a long transcript costs a few measurements, not one each. */
+  var anchor = null;
+
+  function viewTop() {
+    var header = document.querySelector("header.topbar");
+    var bottom = header ? header.getBoundingClientRect().bottom : 0;
+    return Math.max(bottom, 0);
+  }
+
+  function firstBelow(items, top) {
+    var low = 0;
+    var high = items.length - 1;
+    var found = null;
+    while (low <= high) {
+      var middle = (low + high) >> 1;
+      if (items[middle].getBoundingClientRect().bottom > top) {
+        found = items[middle];
+        high = middle - 1;
+      } else {
+        low = middle + 1;
+      }
+    }
+    return found;
+  }
+
+  function captureAnchor() {
+    anchor = null;
+    var list = transcript();
+    if (stickToBottom || !list) return;
+    var top = viewTop();
+    var item = firstBelow(list.children, top);
+    if (item && item.matches("details[data-tool-batch][open]")) {
+      var entries = item.querySelectorAll(":scope > [data-tool-entries] > li[id]");
+      var entry = firstBelow(entries, top);
+      if (entry && entry.getBoundingClientRect().top > item.getBoundingClientRect().top) item = entry;
+    }
+    if (item && item.id) anchor = { id: item.id, top: item.getBoundingClientRect().top };
+  }
+
+  function keepAnchor() {
+    var kept = anchor;
+    anchor = null;
+    if (!kept || stickToBottom) return;
+    var item = document.getElementById(kept.id);
+    if (!item) return;
+    var moved = item.getBoundingClientRect().top - kept.top;
+    if (Math.abs(moved) >= 1) scroller().scrollTop += moved;
   }
 
   function followOutput() {
@@ -756,7 +849,13 @@
     });
   }
 
+  // The run strip's jumps (to an approval, the first failure) open what hides the entry.
+  window.addEventListener("hashchange", function () {
+    if (revealAnchor()) stickToBottom = false;
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
+    syncTitleMark();
     announceFinished(true);
     decorate(document);
     measureChrome();
