@@ -801,6 +801,16 @@
     root.setProperty("--chrome-bottom", chromeHeight(".composer-bar") + "px");
   }
   window.addEventListener("resize", measureChrome);
+  // The run strip comes and goes inside the composer bar (W2): follow its height.
+  if (window.ResizeObserver) {
+    var chromeWatch = new ResizeObserver(measureChrome);
+    document.addEventListener("DOMContentLoaded", function () {
+      [".topbar", ".composer-bar"].forEach(function (selector) {
+        var bar = document.querySelector(selector);
+        if (bar) chromeWatch.observe(bar);
+      });
+    });
+  }
 
   /* --- W9: a search hit's matched words marked in its entry. `hl` holds the query's
    * words as search folds them (chatui.read.search), the last one ending in "*" when it
