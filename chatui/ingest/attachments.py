@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chatui.models import Attachment, AttachmentUse
+from chatui.models import Attachment, AttachmentUse, Event
 
 #: The `content` part types of MCP's CallToolResult (2025-06-18).
 PART_TYPES = ("text", "image", "audio", "resource_link", "resource")
@@ -234,3 +234,37 @@ def store(conversation_id: Any, found: Iterable[tuple[int, Blob]]) -> None:
         ],
         ignore_conflicts=True,
     )
+
+
+def digests_in(value: Any) -> set[str]:
+    """The sha256 of every attachment a stored payload references, wherever it sits."""
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            reference = reference_of(item)
+            if reference is not None:
+                found.add(reference["sha256"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def release_unreferenced(conversation_id: Any) -> None:
+    """After an erasure (docs/auditing.md#erasing-content): the conversation stops
+    holding the attachments its log no longer references, and bytes that no
+    conversation holds any more are deleted. In the erasure's transaction."""
+    held: set[str] = set()
+    payloads = Event.objects.filter(conversation_id=conversation_id).values_list(
+        "payload", flat=True
+    )
+    for payload in payloads.iterator():
+        held |= digests_in(payload)
+    released = AttachmentUse.objects.filter(conversation_id=conversation_id).exclude(
+        attachment_id__in=held
+    )
+    digests = list(released.values_list("attachment_id", flat=True))
+    released.delete()
+    Attachment.objects.filter(sha256__in=digests, uses__isnull=True).delete()

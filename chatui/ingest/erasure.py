@@ -28,6 +28,7 @@ from chatui.access import can_view
 from chatui.models import Conversation, Event, Note
 from chatui.text import isoformat
 
+from . import attachments
 from .service import ingest, reproject
 from .tombstones import is_tombstone, tombstone
 from .values import EventError
@@ -91,6 +92,8 @@ def erase_content(
         Note.objects.filter(conversation=locked, seq__in=[row.seq for row in rows]).delete()
         if title_erased:  # taken from an erased message: taken again from what is left
             Conversation.objects.filter(pk=locked.pk).update(title="")
+        # An erased MCP result's images and files go too (docs/rendering.md#g21).
+        attachments.release_unreferenced(locked.pk)
         reproject(locked)
     conversation.refresh_from_db()
     return Erasure(recorded.last_seq, [row.seq for row in rows])

@@ -9,9 +9,11 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.test import Client
 
 from chatui.ingest import sharing
+from chatui.ingest.erasure import erase_content
 from chatui.ingest.service import ingest
 from chatui.models import Attachment, AttachmentUse, Conversation, Event
 from chatui.read.verify import verify
@@ -177,3 +179,27 @@ def test_g21_same_parts_on_every_surface(conversation):
     assert src in at and at.count('data-mcp-part="') == 12
     # The exports carry the references, never the base64.
     assert b64(tiny_png()) not in shown["events"] and _sha(tiny_png()) in shown["events"]
+
+
+def test_v5_erasing_an_mcp_result_deletes_its_bytes_and_keeps_the_proof(
+    conversation, user, owner_client
+):
+    """Erasure (docs/auditing.md#erasing-content) takes an erased result's images and
+    files with it: no longer served, and deleted where no other conversation holds them."""
+    ingest(conversation, _mcp_call("a", mcp_result()))
+    other = Conversation.objects.create(owner=user, title="keeps the png")
+    ingest(other, _mcp_call("b", {"content": [{"type": "image", "data": b64(tiny_png()),
+                                                "mimeType": "image/png"}]}))  # fmt: skip
+    user.user_permissions.add(Permission.objects.get(codename="erase_content"))
+    user = get_user_model().objects.get(pk=user.pk)  # permissions read afresh
+    completed = Event.objects.get(conversation=conversation, type="agent.tool.completed")
+    erase_content(conversation, user, [completed.seq], "a customer's screenshot")
+
+    base = f"/c/{conversation.pk}/attachments/"
+    assert owner_client.get(base + _sha(SVG)).status_code == 404
+    assert owner_client.get(base + _sha(tiny_png())).status_code == 404
+    assert not Attachment.objects.filter(pk=_sha(SVG)).exists()  # nobody else held it
+    # The other conversation's copy of the same bytes stays, and is served there.
+    assert owner_client.get(f"/c/{other.pk}/attachments/{_sha(tiny_png())}").status_code == 200
+    assert not AttachmentUse.objects.filter(conversation=conversation).exists()
+    assert verify(conversation).ok
