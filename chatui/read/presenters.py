@@ -80,7 +80,7 @@ from .markdown import render_markdown
 from .outcomes import Outcome, outcome_of
 from .rich import NOTHING, present_details, present_rich
 from .rich.ansi import plain as plain_terminal_text
-from .rich.views import DetailsView, DiffView, RichView
+from .rich.views import DetailsView, DiffView, KeyValueView, McpView, RecordsView, RichView
 from .windows import BATCH_WINDOW, PENDING, BatchHead
 
 # -- limits (docs/rendering.md#g3, #g4, #g12) ------------------------------------------------
@@ -1000,7 +1000,7 @@ def _present_entry(
         # G22: while pending, the header's line is its progress line (G11)
         preview_line=live["progress_line"]
         if pending
-        else _preview_line(status, error_text, content),
+        else _preview_line(status, error_text, content, rich.view),
         **left_out,
         **live,
     )
@@ -1212,20 +1212,44 @@ def _clock(raw: Any) -> str | None:
     return timezone.localtime(moment).strftime("%H:%M")
 
 
-def _preview_line(status: str, error_text: str | None, content: str) -> str | None:
+def _preview_line(
+    status: str, error_text: str | None, content: str, view: RichView | None = None
+) -> str | None:
     """G22: one line a reader need not open the entry for — the error's first line, or
-    the result's first non-blank line with its terminal escapes gone (G17); nothing for
-    an outcome that has no output (cancelled, denied, skipped, awaiting: the status word
-    says it). `content` is already masked (T3); the template escapes it (T1)."""
+    the result's first non-blank line with its terminal escapes gone (G17); for a result
+    read as records, a key/value list or an MCP result (G20, G21), what it holds, never
+    its JSON; nothing for an outcome that has no output (cancelled, denied, skipped,
+    awaiting: the status word says it). `content` is already masked (T3); the template
+    escapes it (T1)."""
     if status in (ToolStatus.CANCELLED, ToolStatus.DENIED, ToolStatus.AWAITING_APPROVAL):
         return None
-    text = error_text if error_text else content
+    text = error_text if error_text else (_structured_preview(view) or content)
     if not text or not text.strip():
         return None
     if "\x1b" in text or "\r" in text:
         text = plain_terminal_text(text)
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return neutralise(clip(" ".join(line.split()), PREVIEW_LINE_CHARS)) if line else None
+
+
+def _structured_preview(view: RichView | None) -> str | None:
+    """What a structured result holds, in words: "3 rows: id, name, email", "id: 7 ·
+    name: Ada", an MCP result's first text (else its parts' kinds). Its texts are the
+    view's, masked already (T3)."""
+    if isinstance(view, RecordsView):
+        rows = f"{len(view.rows)} row" + ("" if len(view.rows) == 1 else "s")
+        if view.more_text:
+            rows += f" shown, {view.more_text}"
+        return f"{rows}: " + ", ".join(column.name for column in view.columns)
+    if isinstance(view, KeyValueView):
+        return " · ".join(f"{pair.key}: {pair.value}" for pair in view.pairs[:4])
+    if isinstance(view, McpView):
+        if view.source.strip():
+            return view.source
+        if view.parts:
+            return ", ".join(part.kind for part in view.parts)
+        return _structured_preview(view.structured) or view.structured_text
+    return None
 
 
 def _preview_note(meta: dict[str, Any], content: str) -> str | None:

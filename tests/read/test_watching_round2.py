@@ -184,6 +184,29 @@ def test_g22_the_header_previews_the_result_error_or_progress(conversation):
     assert "\x1b" not in html
 
 
+def test_g22_a_structured_result_previews_what_it_holds_not_its_json(conversation):
+    going(
+        conversation,
+        started("rows", "query_db"),
+        completed("rows", result=[{"id": 1, HOSTILE: "a"}, {"id": 2, HOSTILE: "b"}]),
+        started("object", "lookup_user"),
+        completed("object", result={"id": 7, "name": "Ada", "bio": f"{HOSTILE}\nmore"}),
+        started("mcp", "chart"),
+        completed("mcp", result={"content": [{"type": "text", "text": "Three cities."}],
+                                 "isError": False}),
+    )  # fmt: skip
+    items = items_of(conversation, run_going=False)
+    assert entry(items, "rows").preview_line == f"2 rows: id, {HOSTILE}"
+    assert entry(items, "object").preview_line.startswith("id: 7 · name: Ada · bio: ")
+    assert entry(items, "mcp").preview_line == "Three cities."
+    for call_id in ("rows", "object", "mcp"):
+        assert "{" not in entry(items, call_id).preview_line  # never its JSON
+    html = frames.render_partial(
+        "chatui/_transcript.html#transcript", pages.transcript_context(conversation)
+    )
+    assert HOSTILE not in html  # escaped (T1)
+
+
 def test_g22_a_single_card_shows_outcome_preview_and_duration_in_its_summary(conversation):
     going(conversation, started("one"), completed("one", error=HOSTILE, duration_ms=250))
     (batch,) = batches(items_of(conversation, run_going=True))
