@@ -24,6 +24,7 @@ import base64
 import binascii
 import hashlib
 import re
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,66 @@ def sniff(data: bytes) -> str:
     return OCTET_STREAM
 
 
+def image_size(data: bytes, media_type: str) -> tuple[int, int] | None:
+    """A raster image's width and height in pixels, read from its header (PNG's IHDR,
+    GIF's screen descriptor, JPEG's first SOF marker, WebP's VP8/VP8L/VP8X chunk), so the
+    page can hold the image's place before it loads (no layout shift); None when the
+    header does not say. Only headers are read: nothing is decoded. (Pillow would do it,
+    for a 10 MB dependency and a decoder we would then have to keep safe.)"""
+    try:
+        if media_type == "image/png" and data[12:16] == b"IHDR":
+            size = struct.unpack(">II", data[16:24])
+        elif media_type == "image/gif":
+            size = struct.unpack("<HH", data[6:10])
+        elif media_type == "image/jpeg":
+            size = _jpeg_size(data)
+        elif media_type == "image/webp":
+            size = _webp_size(data)
+        else:
+            return None
+    except struct.error:
+        return None
+    if size is None or not (0 < size[0] <= 65535 and 0 < size[1] <= 65535):
+        return None
+    return size
+
+
+#: JPEG's start-of-frame markers (baseline, progressive, …): they carry the size.
+_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        (length,) = struct.unpack(">H", data[at + 2 : at + 4])
+        if marker in _SOF:
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+        if length < 2:
+            return None
+        at += 2 + length
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
+        width, height = struct.unpack("<HH", data[26:30])
+        return width & 0x3FFF, height & 0x3FFF
+    if chunk == b"VP8L" and data[20:21] == b"\x2f":
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if chunk == b"VP8X":
+        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+    return None
+
+
 def _is_svg(head: bytes) -> bool:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     return (text.startswith(b"<") and b"<svg" in text) or text.startswith(b"<svg")
@@ -144,6 +205,8 @@ def _reference(data: bytes, limit: int, found: list[Blob]) -> dict[str, Any]:
     digest = hashlib.sha256(data).hexdigest()
     media_type = sniff(data)
     reference: dict[str, Any] = {"sha256": digest, "size": len(data), "media_type": media_type}
+    if (pixels := image_size(data, media_type)) is not None:
+        reference["width"], reference["height"] = pixels
     if len(data) > limit:
         reference["omitted"] = f"larger than the {limit}-byte limit"
     else:

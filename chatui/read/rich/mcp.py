@@ -91,8 +91,19 @@ def _binary(
     if media_type in INLINE_IMAGE_TYPES or media_type in INLINE_AUDIO_TYPES:
         kind = "image" if media_type in INLINE_IMAGE_TYPES else "audio"
         alt = label or name
-        return McpPart(kind, url=url, label=alt, note=note, alt=alt)
+        width, height = reference.get("width"), reference.get("height")
+        pixels = (
+            (width, height)
+            if kind == "image" and _is_pixels(width) and _is_pixels(height)
+            else None
+        )
+        return McpPart(kind, url=url, label=alt, note=note, alt=alt, pixels=pixels)
     return McpPart("download", url=url, label=label or f"{what} ({name})", note=note)
+
+
+def _is_pixels(value: Any) -> bool:
+    """A stored width or height (the log may hold anything a runtime forged)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 65535
 
 
 def _link(part: dict) -> McpPart:

@@ -252,6 +252,9 @@ class McpPart(_View):
     label: ToolText = ""
     note: Text = ""  # "PNG image · 1.2 KB · declared image/svg+xml"
     alt: AttrText = ""  # an image's alt text, an audio player's label: an attribute value
+    #: An image's size in pixels as its header says (chatui.ingest.attachments.image_size):
+    #: the page holds its place before it loads. None for rows stored before.
+    pixels: tuple[int, int] | None = None
 
     @cached_property
     def html(self) -> SafeString | None:
@@ -265,9 +268,10 @@ class McpPart(_View):
         note = f'<span class="mcp-note">{esc(self.note)}</span>' if self.note else ""
         kind = self.kind
         if kind == "image":
+            size = f' width="{self.pixels[0]}" height="{self.pixels[1]}"' if self.pixels else ""
             html = (
                 f'<figure class="mcp-figure"><img class="mcp-image" src="{esc(self.url)}"'
-                f' alt="{esc(self.alt)}" loading="lazy" decoding="async" data-attachment>'
+                f' alt="{esc(self.alt)}"{size} loading="lazy" decoding="async" data-attachment>'
                 f"<figcaption>{note}</figcaption></figure>"
             )
         elif kind == "audio":
