@@ -167,8 +167,10 @@ def _event_error_text(error: EventError) -> str:
 
 def _check_tool_ids_are_free(conversation: Conversation, draft: Draft) -> None:
     """Tool entries are matched by tool_call_id within a conversation: one from an
-    earlier import with the same id would swallow this import's call silently."""
-    ids = draft.tool_call_ids
+    earlier import with the same id would swallow this import's call silently. An id
+    holding NUL is in no conversation (ingest refuses it, naming it) and is not asked
+    for: PostgreSQL cannot even compare text holding NUL."""
+    ids = [call_id for call_id in draft.tool_call_ids if "\x00" not in call_id]
     for start in range(0, len(ids), _ID_CHUNK):
         taken = (
             Message.objects.filter(

@@ -682,3 +682,13 @@ def test_fuzzed_files_import_and_render_or_are_refused_cleanly(fmt, owner):
         check_import(raw, fmt, owner)
 
     imports_cleanly_or_is_refused()
+
+
+def test_a_tool_call_id_holding_nul_is_refused_cleanly_on_every_database(owner):
+    """Found by the fuzz on PostgreSQL, which cannot compare text holding NUL: the check
+    that an imported call's id is free queried with it and failed with a DataError."""
+    raw = (
+        b'{"type": "tool_execution_start", "timestamp": "2026-03-14T15:09:00Z",'
+        b' "tool_call_id": "\\u0000", "tool_name": "read_file"}'
+    )
+    check_import(raw, "agentspine", owner)
