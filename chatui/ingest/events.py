@@ -399,6 +399,14 @@ def normalise_event(
     # logged type with its marker: it is still AgentSpine's, extras and all.
     if raw_type in ALIASES or raw_type in AGENTSPINE_SCHEMAS or raw.get("dialect") == AGENTSPINE:
         payload = with_agentspine_extras(payload, fields, known=SCHEMAS[event_type])
+        # An extra named `tool_call_id` still fills the event row's column of that name
+        # (`NormalisedEvent.tool_call_id`): it is checked as that id is everywhere else.
+        if "tool_call_id" in payload and "tool_call_id" not in SCHEMAS[event_type]:
+            problem = id_string(payload["tool_call_id"])
+            if problem:
+                raise EventError(
+                    f"field 'tool_call_id' {problem}", index=index, field="tool_call_id"
+                )
     if event_type == "agent.step.completed" and "tool_calls" in payload:
         payload["tool_calls"] = _check_tool_calls(payload["tool_calls"], index)
     blobs: list[Blob] = []

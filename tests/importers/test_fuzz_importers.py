@@ -692,3 +692,21 @@ def test_a_tool_call_id_holding_nul_is_refused_cleanly_on_every_database(owner):
         b' "tool_call_id": "\\u0000", "tool_name": "read_file"}'
     )
     check_import(raw, "agentspine", owner)
+
+
+@pytest.mark.parametrize("field", ["tool_call_id", "run_id", "tool_name"])
+def test_an_id_longer_than_its_column_is_refused_cleanly_on_every_database(owner, field):
+    """PostgreSQL enforces varchar(200) where SQLite does not: an over-long id must be
+    refused by name before any row is written (the fuzz found one on PostgreSQL)."""
+    event = {"type": "tool_execution_start", "timestamp": "2026-03-14T15:09:00Z",
+             "tool_call_id": "c1", "tool_name": "read_file", field: "x" * 250}  # fmt: skip
+    check_import(json.dumps(event).encode(), "agentspine", owner)
+
+
+@pytest.mark.parametrize("kind", ["agent_start", "turn_start", "message_end"])
+def test_an_over_long_tool_call_id_as_an_agentspine_extra_is_refused_cleanly(owner, kind):
+    """An AgentSpine event keeps fields its type does not know as extras; a
+    `tool_call_id` among them still names the event's call (its column): it is checked
+    as an id, or PostgreSQL's varchar(200) refused the row (the fuzz's find)."""
+    event = {"type": kind, "timestamp": "2026-03-14T15:09:00Z", "tool_call_id": "x" * 250}
+    check_import(json.dumps(event).encode(), "agentspine", owner)
