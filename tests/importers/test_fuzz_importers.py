@@ -710,3 +710,17 @@ def test_an_over_long_tool_call_id_as_an_agentspine_extra_is_refused_cleanly(own
     as an id, or PostgreSQL's varchar(200) refused the row (the fuzz's find)."""
     event = {"type": kind, "timestamp": "2026-03-14T15:09:00Z", "tool_call_id": "x" * 250}
     check_import(json.dumps(event).encode(), "agentspine", owner)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "TOOL_CALL_START", "toolCallId": "x" * 250, "toolCallName": "read_file"},
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r" * 250},
+        {"type": "TOOL_CALL_START", "toolCallId": "a\u0000b", "toolCallName": "read_file"},
+    ],
+)
+def test_an_agui_id_that_no_column_can_hold_is_refused_cleanly(owner, event):
+    """ag-ui-protocol's models check types, not lengths: an id past its column (or
+    holding NUL) is refused by name on every database, never by PostgreSQL."""
+    check_import(json.dumps([event]).encode(), "agui", owner)
