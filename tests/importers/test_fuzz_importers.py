@@ -724,3 +724,9 @@ def test_an_agui_id_that_no_column_can_hold_is_refused_cleanly(owner, event):
     """ag-ui-protocol's models check types, not lengths: an id past its column (or
     holding NUL) is refused by name on every database, never by PostgreSQL."""
     check_import(json.dumps([event]).encode(), "agui", owner)
+
+
+@pytest.mark.parametrize("kind", [[], {}, 7, None])
+def test_an_agui_file_whose_type_is_no_string_is_refused_cleanly(owner, kind):
+    """The fuzz's find: `{"type": []}` raised TypeError (a list looked up in a set)."""
+    check_import(json.dumps({"type": kind}).encode(), "agui", owner)

@@ -113,7 +113,8 @@ PYDANTIC_AI = "pydantic_ai"
 
 
 def is_agui(raw: Any) -> bool:
-    return isinstance(raw, dict) and raw.get("type") in TYPES
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    return isinstance(kind, str) and kind in TYPES  # a list or dict `type` is no AG-UI type
 
 
 def log_type(agui_type: str) -> str:
