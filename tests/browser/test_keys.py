@@ -70,6 +70,8 @@ def test_w8_slash_searches_and_question_mark_lists_the_keys(keyed, open_page):
     expect(dialog).to_contain_text("next failure")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
+    # Keys are not taken inside the dialog: wait until focus has left it as it closed.
+    page.wait_for_function("() => !document.activeElement.closest('dialog')")
 
     page.keyboard.press("/")  # from a conversation: the list page, its search box focused
     page.wait_for_url("**/#search")

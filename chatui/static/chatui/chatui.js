@@ -678,18 +678,6 @@
     }
   });
 
-  /* --- W10: ← and → step a past moment (?at=) one event back or on, as its buttons do;
-   * not while typing, nor with a modifier (the browser's own history keys) --- */
-  document.addEventListener("keydown", function (event) {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
-    var step = { ArrowLeft: "previous", ArrowRight: "next" }[event.key];
-    if (!step || event.target.closest("input, textarea, select, [contenteditable]")) return;
-    var link = document.querySelector('.moment-bar [data-moment-step="' + step + '"]');
-    if (!link) return;
-    event.preventDefault();
-    window.location.assign(link.href);
-  });
-
   /* The composer follows the run: disabled while a run that takes no interjections
    * is going (the server refuses such a message anyway, and says why). */
   function syncComposer() {

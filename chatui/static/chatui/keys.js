@@ -89,18 +89,30 @@
     return true;
   }
 
+  /* W10: ← / → follow the moment bar's previous / next link, as its buttons do. */
+  function step(which) {
+    var link = document.querySelector('.moment-bar [data-moment-step="' + which + '"]');
+    if (!link) return false;
+    window.location.assign(link.href);
+    return true;
+  }
+
   var ACTIONS = {
     j: function () { return move(1); },
     k: function () { return move(-1); },
     e: nextFailure,
     "/": search,
     "?": help,
+    ArrowLeft: function () { return step("previous"); },
+    ArrowRight: function () { return step("next"); },
   };
+  // The arrows are the browser's own with Shift too (selection): only bare presses.
+  var BARE_ONLY = { ArrowLeft: true, ArrowRight: true };
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.altKey || event.metaKey || event.isComposing) return;
     var action = ACTIONS[event.key];
-    if (!action || typing(event.target)) return;
+    if (!action || typing(event.target) || (BARE_ONLY[event.key] && event.shiftKey)) return;
     if (action()) event.preventDefault();
   });
 
