@@ -207,13 +207,17 @@ else:
     CHANNEL_LAYERS = {
         # The socket is a fast path only; resume from the event log covers what a
         # full queue drops.
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 5000}}
+        "default": {
+            "BACKEND": "chatui.db.internals.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 5000},
+        }
     }
     CHATUI_LIVE_RELAY_URL = None
 # The viewers' sockets: each process's own group memberships, in memory, in both modes
-# (chatui.live.fanout). A full queue drops a frame; the page resumes by seq.
+# (chatui.live.fanout). A full queue drops a frame; the page resumes by seq. Channels'
+# in-memory layer, sweeping expired messages once a second rather than on every call.
 CHANNEL_LAYERS["live"] = {
-    "BACKEND": "channels.layers.InMemoryChannelLayer",
+    "BACKEND": "chatui.db.internals.InMemoryChannelLayer",
     "CONFIG": {"capacity": 5000},
 }
 

@@ -14,9 +14,11 @@ import asyncio
 import json.encoder
 import os
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+import channels.layers
 from asgiref.sync import SyncToAsync
 from django.db import models
 from django.db.models.base import ModelState
@@ -107,3 +109,33 @@ def render_compiled(compiled: Any, bound: Context) -> str:
         bound.template_name = compiled.name
         return compiled.nodelist.render(bound)
     return compiled.render(bound)
+
+
+# -- Channels -------------------------------------------------------------------------
+
+
+class InMemoryChannelLayer(channels.layers.InMemoryChannelLayer):
+    """Channels' in-memory layer, sweeping expired messages and memberships at most once
+    a second instead of on every call.
+
+    Channels' layer calls `_clean_expired` at the start of every `receive` and
+    `group_send`, and it walks every channel's queue and every group's
+    members each time. Every socket's consumer waits in `receive` again after each frame,
+    so a frame to a group of N sockets in a process holding M costs N × M steps: with 150
+    sockets a process, 6–7 % of a web process's time in the cluster's fault run
+    (bench/cluster_faults.py, docs/SCALING.md#cluster-under-fire). A message expires after
+    60 s and a membership after a day; sweeping them up to a second late changes nothing
+    a reader sees, and the sweep itself is Channels' own."""
+
+    SWEEP_EVERY = 1.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.next_sweep = 0.0
+
+    def _clean_expired(self) -> None:
+        now = time.monotonic()
+        if now < self.next_sweep:
+            return
+        self.next_sweep = now + self.SWEEP_EVERY
+        super()._clean_expired()

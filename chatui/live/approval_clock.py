@@ -100,7 +100,7 @@ _waiting_lock = threading.Lock()
 def _layer_reaches_other_processes() -> Any:
     """The channel layer, when it is one that other processes share (not in-memory)."""
     layer = get_channel_layer()
-    return None if layer is None or type(layer) is InMemoryChannelLayer else layer
+    return None if layer is None or isinstance(layer, InMemoryChannelLayer) else layer
 
 
 @contextlib.asynccontextmanager

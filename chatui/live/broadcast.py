@@ -92,7 +92,7 @@ def may_have_members(group: str) -> bool:
     group before it reads what it missed (chatui.live.consumers; rows come with the list
     page). In cluster mode other processes' members would need a round trip to know: yes."""
     layer = live_layer()
-    if relay_url() is None and type(layer) is InMemoryChannelLayer:
+    if relay_url() is None and isinstance(layer, InMemoryChannelLayer):
         return bool(layer.groups.get(group))
     return True
 
@@ -228,7 +228,7 @@ class Outbox:
 
     def _start(self) -> None:
         layer = live_layer()
-        if relay_url() is None and type(layer) is InMemoryChannelLayer:
+        if relay_url() is None and isinstance(layer, InMemoryChannelLayer):
             self._drain_in_memory(layer)  # no task: nothing there waits
         else:
             self._task = self.loop.create_task(self._drain())

@@ -118,3 +118,54 @@ def test_template_partials_partial_renders_as_its_own_render():
     ours = internals.render_compiled(proxy, Context({"x": "<i>"}, autoescape=True))
     theirs = proxy.render(Context({"x": "<i>"}, autoescape=True))
     assert ours == theirs == "<b>&lt;i&gt;</b>", version("django-template-partials")
+
+
+def test_channels_in_memory_layer_sweeps_expired_messages_through_clean_expired():
+    """The in-memory layer's sweep is the private `_clean_expired`, called by each of its
+    operations: chatui's layer runs it at most once a second (the N × M walk per frame,
+    docs/SCALING.md#cluster-under-fire)."""
+    import inspect
+
+    import channels.layers
+
+    base = channels.layers.InMemoryChannelLayer
+    for operation in ("receive", "group_send"):
+        assert "self._clean_expired()" in inspect.getsource(getattr(base, operation)), (
+            f"{version('channels')}: InMemoryChannelLayer.{operation} no longer sweeps "
+            "through _clean_expired"
+        )
+
+
+def test_chatui_in_memory_layer_sweeps_once_a_second_and_still_expires_messages():
+    layer = internals.InMemoryChannelLayer(expiry=60)
+    sweeps = []
+    original = type(layer).__mro__[1]._clean_expired
+
+    def counted(self):
+        sweeps.append(1)
+        original(self)
+
+    async def scenario():
+        channel = await layer.new_channel()
+        other = await layer.new_channel()
+        await layer.group_add("g", channel)
+        for number in range(50):
+            await layer.group_send("g", {"type": "frame", "n": number})
+            await layer.receive(channel)
+        first = len(sweeps)
+        # An expired message (its stamp in the past) is swept once the second is up.
+        await layer.send(other, {"type": "old"})
+        queue = layer.channels[other]
+        _stamp, message = queue.get_nowait()
+        queue.put_nowait((0.0, message))
+        layer.next_sweep = 0.0
+        await layer.group_send("g", {"type": "frame"})
+        return first, other in layer.channels
+
+    type(layer).__mro__[1]._clean_expired = counted
+    try:
+        first, still_there = async_to_sync(scenario)()
+    finally:
+        type(layer).__mro__[1]._clean_expired = original
+    assert first == 1, f"{first} sweeps for 100 operations within a second"
+    assert not still_there, "the expired message was not swept"

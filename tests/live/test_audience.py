@@ -57,7 +57,7 @@ def rendered() -> Iterator[list[str]]:
 
 
 def renders_only_for_members() -> bool:
-    return fanout.relay_url() is None and type(live_layer()) is InMemoryChannelLayer
+    return fanout.relay_url() is None and isinstance(live_layer(), InMemoryChannelLayer)
 
 
 def join(group: str) -> None:
