@@ -52,6 +52,7 @@ import json
 import random
 import shutil
 import time
+from pathlib import Path
 
 from common import (
     Bench,
@@ -135,6 +136,26 @@ def server_received(bench: Bench, conversation: str) -> dict[str, float]:
     return stamps
 
 
+def start_page_profile(context, page):
+    """Chromium's own sampling profiler on the page (CDP), 50 µs a sample: which of the
+    page's functions (and the layouts they force) the frames' swaps spend their time in."""
+    context.browser.start_tracing(page=page, categories=["devtools.timeline"])
+    session = context.new_cdp_session(page)
+    session.send("Profiler.enable")
+    session.send("Profiler.setSamplingInterval", {"interval": 50})
+    session.send("Profiler.start")
+    return session
+
+
+def write_page_profile(session, browser, path: str) -> None:
+    """The profile, and beside it Chromium's timeline trace (`.trace.json`): the style
+    recalculations and layouts, each with how long it took and how many elements."""
+    profile = session.send("Profiler.stop")["profile"]
+    Path(path).write_text(json.dumps(profile))
+    Path(path).with_suffix(".trace.json").write_bytes(browser.stop_tracing())
+    print(f"page CPU profile: {path} (bench/cpuprofile_top.py {path})")
+
+
 def run_scenario(bench: Bench, browser, cookie: str, viewers: int, args) -> dict:
     conversation = bench.new_conversation(f"p1 {viewers} viewers")
     run = "p1"
@@ -169,6 +190,7 @@ def run_scenario(bench: Bench, browser, cookie: str, viewers: int, args) -> dict
     page.evaluate(OBSERVER)
     if args.page_first:
         start_pool()
+    profiler = start_page_profile(context, page) if args.page_profile else None
     try:
         cpu_start, wall_start = cpu_seconds(bench.pid), time.perf_counter()
         wall_window = [time.time(), 0.0]
@@ -228,6 +250,8 @@ def run_scenario(bench: Bench, browser, cookie: str, viewers: int, args) -> dict
             time.sleep(0.1)
         page.wait_for_timeout(100)  # let the last animation frame stamp land
         cards = page.evaluate("() => window.__cards")
+        if profiler is not None:
+            write_page_profile(profiler, browser, f"{args.page_profile}-{viewers}.cpuprofile")
         offset_after, error_after = calibrate(page)
         socket_open = page.evaluate("() => window.__chatuiSocketOpen === true")
         received = server_received(bench, conversation)
@@ -343,6 +367,11 @@ def main() -> None:
         "--experiment",
         default="",
         help="opt-in bench.instrumented_asgi experiment(s), e.g. frame-dispatch",
+    )
+    parser.add_argument(
+        "--page-profile",
+        metavar="PREFIX",
+        help="record the page's CPU profile (Chromium's profiler) to PREFIX-N.cpuprofile",
     )
     parser.add_argument("--dump", metavar="PREFIX", help="write per-card timings to PREFIX-N.json")
     parser.add_argument(

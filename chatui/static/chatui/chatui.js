@@ -126,7 +126,7 @@
       event.preventDefault(); // applied here, not by htmx (see streamedTextParts)
       appendStreamedText(parts);
       setAppliedSeq(frameLastSeq(text));
-      followOutputSoon();
+      settleViewSoon();
     } else {
       captureAnchor(); // W1: htmx swaps it; afterChange keeps the view (not for text only)
     }
@@ -496,8 +496,7 @@
     restoreChoices();
     announceFinished(false);
     decorate(document);
-    keepAnchor();
-    followOutput();
+    settleViewSoon();
   }
 
   /* --- W1: what the reader looks at does not move (docs/rendering.md#w1) ---
@@ -532,6 +531,10 @@
   }
 
   function captureAnchor() {
+    // Frames applied before the view settles share the first one's anchor: it is where
+    // the reader's view was before any of them moved it (and measuring now would force
+    // the layout the animation frame makes anyway).
+    if (scrollPending && anchor) return;
     anchor = null;
     var list = transcript();
     if (stickToBottom || !list) return;
@@ -568,18 +571,23 @@
     }
   }
 
-  /* Streamed text is followed once per animation frame, where the layout that reading
-   * scrollHeight needs is the one the frame makes anyway, not one forced per message. */
+  /* The view is kept (W1) and new output followed once per animation frame, before it
+   * paints: the layout that reading positions and scrollHeight needs is then the one the
+   * frame makes anyway, not one forced inside each message's handler. Forced there, it
+   * was a third of the page's work per tool frame and held the card's swap back ~3 ms
+   * (bench/p1_card_latency.py --page-profile, docs/PERFORMANCE.md#p1). */
   var scrollPending = false;
 
-  function followOutputSoon() {
+  function settleViewSoon() {
     if (scrollPending) return;
     scrollPending = true;
     requestAnimationFrame(function () {
       scrollPending = false;
+      keepAnchor();
       followOutput();
     });
   }
+
 
   window.addEventListener("scroll", function () {
     var button = document.getElementById("new-activity");
