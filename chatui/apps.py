@@ -18,6 +18,23 @@ class ChatuiConfig(AppConfig):
         from chatui.agents import agui  # noqa: F401
         from chatui.live import approval_clock, broadcast, revocation  # noqa: F401
 
+        # G21: a deleted conversation's attachments go with it unless another holds them.
+        from django.db.models.signals import post_delete, pre_delete
+
+        from chatui.ingest import attachments
+        from chatui.models import Conversation
+
+        pre_delete.connect(
+            attachments.note_held_attachments,
+            sender=Conversation,
+            dispatch_uid="chatui.attachments.note_held",
+        )
+        post_delete.connect(
+            attachments.forget_unheld_attachments,
+            sender=Conversation,
+            dispatch_uid="chatui.attachments.forget_unheld",
+        )
+
         # S4: a CHATUI_PRICES that cannot be read stops the start, naming what is wrong,
         # rather than failing each page that shows a cost.
         from chatui.read.cost import prices

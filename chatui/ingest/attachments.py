@@ -331,3 +331,25 @@ def release_unreferenced(conversation_id: Any) -> None:
     digests = list(released.values_list("attachment_id", flat=True))
     released.delete()
     Attachment.objects.filter(sha256__in=digests, uses__isnull=True).delete()
+
+
+# -- a deleted conversation lets go of its attachments -------------------------------
+
+
+def note_held_attachments(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """Before a conversation is deleted: the digests it holds (its `AttachmentUse` rows
+    go with it, by cascade, before `forget_unheld_attachments` runs)."""
+    instance.chatui_held_attachments = list(
+        AttachmentUse.objects.filter(conversation_id=instance.pk).values_list(
+            "attachment_id", flat=True
+        )
+    )
+
+
+def forget_unheld_attachments(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """After a conversation is deleted (the admin, a user's deletion): bytes no other
+    conversation holds are deleted with it, in the same transaction, as an erasure's are
+    (`release_unreferenced`). Bytes another conversation holds stay."""
+    digests = getattr(instance, "chatui_held_attachments", None)
+    if digests:
+        Attachment.objects.filter(sha256__in=digests, uses__isnull=True).delete()

@@ -203,3 +203,28 @@ def test_v5_erasing_an_mcp_result_deletes_its_bytes_and_keeps_the_proof(
     assert owner_client.get(f"/c/{other.pk}/attachments/{_sha(tiny_png())}").status_code == 200
     assert not AttachmentUse.objects.filter(conversation=conversation).exists()
     assert verify(conversation).ok
+
+
+def test_g21_deleting_a_conversation_deletes_the_bytes_no_other_conversation_holds(
+    conversation, user
+):
+    ingest(conversation, _mcp_call("a", mcp_result()))
+    other = Conversation.objects.create(owner=user, title="holds the png too")
+    ingest(other, _mcp_call("b", {"content": [{"type": "image", "data": b64(tiny_png()),
+                                               "mimeType": "image/png"}]}))  # fmt: skip
+    assert Attachment.objects.count() == 5
+
+    conversation.delete()
+
+    # The png stays: the other conversation holds it and still serves it.
+    assert list(Attachment.objects.values_list("sha256", flat=True)) == [_sha(tiny_png())]
+    assert AttachmentUse.objects.filter(conversation=other).count() == 1
+    other.delete()
+    assert not Attachment.objects.exists()
+
+
+def test_g21_deleting_the_owner_deletes_their_conversations_attachments(conversation, user):
+    ingest(conversation, _mcp_call("a", mcp_result()))
+    user.delete()  # the cascade deletes the conversation, and the signal still runs
+    assert not Conversation.objects.exists()
+    assert not Attachment.objects.exists()
