@@ -14,26 +14,11 @@ class ChatuiConfig(AppConfig):
         # Connects the live push to ingest's on-commit signal, the approvals' deadlines
         # and long polls to its approval signal (and an AG-UI agent's interrupted run,
         # resumed once its approvals are decided), and the closing of sockets whose
-        # access was taken away to auth's signals.
+        # access was taken away to auth's signals; and a deleted conversation's
+        # attachments go with it unless another conversation holds them (G21).
         from chatui.agents import agui  # noqa: F401
+        from chatui.ingest import attachments  # noqa: F401
         from chatui.live import approval_clock, broadcast, revocation  # noqa: F401
-
-        # G21: a deleted conversation's attachments go with it unless another holds them.
-        from django.db.models.signals import post_delete, pre_delete
-
-        from chatui.ingest import attachments
-        from chatui.models import Conversation
-
-        pre_delete.connect(
-            attachments.note_held_attachments,
-            sender=Conversation,
-            dispatch_uid="chatui.attachments.note_held",
-        )
-        post_delete.connect(
-            attachments.forget_unheld_attachments,
-            sender=Conversation,
-            dispatch_uid="chatui.attachments.forget_unheld",
-        )
 
         # S4: a CHATUI_PRICES that cannot be read stops the start, naming what is wrong,
         # rather than failing each page that shows a cost.

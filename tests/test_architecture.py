@@ -23,6 +23,8 @@ ALLOWED_FUNCTION_IMPORTS = {
     ("chatui.apps", "chatui.live.revocation"): SIGNALS,
     ("chatui.apps", "chatui.agents"): SIGNALS,
     ("chatui.apps", "chatui.agents.agui"): SIGNALS,
+    ("chatui.apps", "chatui.ingest"): SIGNALS,
+    ("chatui.apps", "chatui.ingest.attachments"): SIGNALS,
     ("chatui.apps", "chatui.read.cost"): "AppConfig.ready checks CHATUI_PRICES at startup",
 }
 

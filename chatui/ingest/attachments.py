@@ -29,7 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chatui.models import Attachment, AttachmentUse, Event
+from django.db.models.signals import post_delete, pre_delete
+
+from chatui.models import Attachment, AttachmentUse, Conversation, Event
 
 #: The `content` part types of MCP's CallToolResult (2025-06-18).
 PART_TYPES = ("text", "image", "audio", "resource_link", "resource")
@@ -353,3 +355,11 @@ def forget_unheld_attachments(sender: Any, instance: Any, **kwargs: Any) -> None
     digests = getattr(instance, "chatui_held_attachments", None)
     if digests:
         Attachment.objects.filter(sha256__in=digests, uses__isnull=True).delete()
+
+
+pre_delete.connect(
+    note_held_attachments, sender=Conversation, dispatch_uid="chatui.attachments.note_held"
+)
+post_delete.connect(
+    forget_unheld_attachments, sender=Conversation, dispatch_uid="chatui.attachments.forget"
+)
