@@ -38,8 +38,11 @@ def without_escapes(text: str) -> str:
 
 
 def neutralise(text: str) -> str:
-    """T1: "@" + U+200B can never trigger a mention wherever the text ends up."""
-    return text.replace("@", "@" + ZWSP)
+    """T1: "@" + U+200B can never trigger a mention wherever the text ends up. Text
+    neutralised already stays as it is (one U+200B, not two)."""
+    if "@" not in text:
+        return text
+    return text.replace("@" + ZWSP, "@").replace("@", "@" + ZWSP)
 
 
 def clip(text: str, limit: int) -> str:

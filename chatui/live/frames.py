@@ -107,7 +107,8 @@ def change_frame(
         parts.append(render_run_state(conversation, oob=True))
     if changes.conversation_changed or (going and others):
         # W2: what the run does now and its counts change with any of its steps
-        parts.append(render_run_strip(conversation, tail))
+        known = not changes.conversation_changed
+        parts.append(render_run_strip(conversation, tail, run_known=known))
     text_only = bool(appended) and not (others or changes.removed or changes.conversation_changed)
     return Frame(first_seq, last_seq, "".join(parts), streamed_text_only=text_only)
 
@@ -469,12 +470,14 @@ def render_run_state(conversation: Conversation, *, oob: bool = False) -> str:
     return render_partial("chatui/_run_state.html", context)
 
 
-def render_run_strip(conversation: Conversation, tail: selectors.Tail | None = None) -> str:
+def render_run_strip(
+    conversation: Conversation, tail: selectors.Tail | None = None, *, run_known: bool = False
+) -> str:
     """W2: the run strip, swapped in place (hidden once no run goes)."""
     context = {
         "conversation": conversation,
         "oob": True,
-        "strip": pages.run_strip(conversation, tail),
+        "strip": pages.run_strip(conversation, tail, run_known=run_known),
     }
     return render_partial("chatui/_run_strip.html", context)
 

@@ -56,13 +56,17 @@ def run_going(conversation: Conversation) -> bool:
 
 
 def run_strip(
-    conversation: Conversation, tail: selectors.Tail | None = None
+    conversation: Conversation, tail: selectors.Tail | None = None, *, run_known: bool = False
 ) -> RunStripView | None:
     """W2: the strip of the going run (None when none goes); `tail`, a live frame's
-    latest messages, spares the read when it holds the run."""
+    latest messages, spares the read when it holds the run. The going run is looked up
+    unless `run_known`: a live frame whose messages changed, and not the conversation,
+    belongs to the run of its newest message (a run just started has none yet, and
+    starting it changes the conversation)."""
     if not run_going(conversation):
         return None
-    messages, status_counts = selectors.going_run_messages(conversation.pk, tail)
+    run_id = None if run_known else selectors.going_run_id(conversation.pk)
+    messages, status_counts = selectors.going_run_messages(conversation.pk, tail, run_id)
     return present_run_strip(messages, going=True, status_counts=status_counts)
 
 

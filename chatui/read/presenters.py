@@ -80,7 +80,15 @@ from .markdown import render_markdown
 from .outcomes import Outcome, outcome_of
 from .rich import NOTHING, present_details, present_rich
 from .rich.ansi import plain as plain_terminal_text
-from .rich.views import DetailsView, DiffView, KeyValueView, McpView, RecordsView, RichView
+from .rich.views import (
+    DetailsView,
+    DiffView,
+    KeyValueView,
+    McpView,
+    RecordsView,
+    RichView,
+    TerminalView,
+)
 from .windows import BATCH_WINDOW, PENDING, BatchHead
 
 # -- limits (docs/rendering.md#g3, #g4, #g12) ------------------------------------------------
@@ -1215,7 +1223,8 @@ def _clock(raw: Any) -> str | None:
 def _preview_line(
     status: str, error_text: str | None, content: str, view: RichView | None = None
 ) -> str | None:
-    """G22: one line a reader need not open the entry for — the error's first line, or
+    """G22: one line a reader need not open the entry for — a failed command's red error
+    line (G17: the line that says why, not its output's first), the error's first line, or
     the result's first non-blank line with its terminal escapes gone (G17); for a result
     read as records, a key/value list or an MCP result (G20, G21), what it holds, never
     its JSON; nothing for an outcome that has no output (cancelled, denied, skipped,
@@ -1223,13 +1232,22 @@ def _preview_line(
     escapes it (T1)."""
     if status in (ToolStatus.CANCELLED, ToolStatus.DENIED, ToolStatus.AWAITING_APPROVAL):
         return None
-    text = error_text if error_text else (_structured_preview(view) or content)
+    red = _error_line(view) if error_text else None
+    text = red or (error_text if error_text else (_structured_preview(view) or content))
     if not text or not text.strip():
         return None
     if "\x1b" in text or "\r" in text:
         text = plain_terminal_text(text)
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return neutralise(clip(" ".join(line.split()), PREVIEW_LINE_CHARS)) if line else None
+
+
+def _error_line(view: RichView | None) -> str | None:
+    """The error line of a failed command shown as a terminal (G17), as plain text."""
+    if not isinstance(view, TerminalView):
+        return None
+    line = next((line for line in reversed(view.lines) if line.is_error), None)
+    return "".join(span.text for span in line.spans) if line is not None else None
 
 
 def _structured_preview(view: RichView | None) -> str | None:

@@ -698,8 +698,20 @@ _RUN_OTHER_TOOLS = Prepared(
 )
 
 
+def going_run_id(conversation_id) -> str | None:
+    """The run that goes now: the newest one still running (None when none does). A run
+    that has just started may have no message yet, so the newest message's run is the
+    one before it (docs/rendering.md#w2)."""
+    return (
+        Run.objects.filter(conversation_id=conversation_id, status="running")
+        .order_by("-started_seq")
+        .values_list("run_id", flat=True)
+        .first()
+    )
+
+
 def going_run_messages(
-    conversation_id, tail: Tail | None = None
+    conversation_id, tail: Tail | None = None, run_id: str | None = None
 ) -> tuple[list[Message], dict[str, int] | None]:
     """What a run strip shows of the run of the newest message that names one
     (docs/rendering.md#w2): `(messages, None)`, all its messages in position order, when
@@ -708,9 +720,11 @@ def going_run_messages(
     cancelled counted by the database (not retried, W4), and only its other tool rows
     (pending, failed, denied: few) and its newest message read. So a frame of a long run
     costs two indexed queries, compiled once (chatui.db.prepared), not a read of the
-    whole run (docs/PERFORMANCE.md#p1)."""
+    whole run (docs/PERFORMANCE.md#p1). `run_id`, when the caller knows the going run
+    (`going_run_id`), else the run of the newest message that names one."""
     messages = tail.messages if tail is not None else []
-    run_id = next((m.run_id for m in reversed(messages) if m.run_id), None)
+    if run_id is None:
+        run_id = next((m.run_id for m in reversed(messages) if m.run_id), None)
     if run_id is None and not (tail is not None and tail.complete):
         run_id = (
             Message.objects.filter(conversation_id=conversation_id)

@@ -184,6 +184,33 @@ def test_g22_the_header_previews_the_result_error_or_progress(conversation):
     assert "\x1b" not in html
 
 
+def test_g22_a_failed_command_previews_its_red_error_line_not_its_first_output(conversation):
+    """G17 marks the line that says why a command failed; the header previews that line
+    (its output's first is most often the command's banner), escaped and neutralised."""
+    output = (
+        "\x1b[1m===== test session starts =====\x1b[0m\n"
+        "tests/test_a.py \x1b[32m.\x1b[0m\x1b[31mF\x1b[0m\n"
+        f"\x1b[31mFAILED tests/test_a.py::test_b - {HOSTILE} @ada\x1b[0m\n"
+    )
+    going(
+        conversation,
+        started("own", name="run_command", details={"kind": "command"}),
+        completed("own", error=output, details={"kind": "command", "exit_code": 1}),
+        started("apart", name="run_command"),
+        completed("apart", result=output, error="exit status 2",
+                  details={"kind": "command", "exit_code": 2}),
+    )  # fmt: skip
+    items = items_of(conversation, run_going=True)
+    own = entry(items, "own")
+    assert own.status == "error"
+    assert own.preview_line == f"FAILED tests/test_a.py::test_b - {HOSTILE} @\u200bada"
+    assert entry(items, "apart").preview_line == "exit status 2"
+    html = frames.render_partial(
+        "chatui/_transcript.html#transcript", pages.transcript_context(conversation)
+    )
+    assert HOSTILE not in html and "\x1b" not in html
+
+
 def test_g22_a_structured_result_previews_what_it_holds_not_its_json(conversation):
     going(
         conversation,
@@ -341,3 +368,18 @@ def test_w1_w2_a_past_moment_shows_the_strip_and_the_held_batch_read_only(
     now = client.get(conversation.get_absolute_url()).content.decode()
     assert re.search(r'<section id="run-strip"[^>]*\bhidden\b', now)  # the run ended
     assert not re.search(r'<details id="b-\d+" class="tool-batch"[^>]* open', now)
+
+
+def test_w2_a_run_just_started_shows_none_of_the_run_before_it(conversation):
+    """A run whose start is all there is yet (no message names it) shows no count and
+    no failure of the run before it: on the page and in the start's live frame."""
+    going(conversation, started("a"), completed("a", error="boom"))
+    ingest(conversation, [{"type": "agent.status", "status": "failed", "run_id": RUN}])
+    result = ingest(conversation, [{"type": "agent.status", "status": "running", "run_id": "r2"}])
+    conversation.refresh_from_db()
+    strip = pages.run_strip(conversation)
+    assert strip is not None
+    assert (strip.counts_text, strip.first_failure, strip.failed) == ("", None, 0)
+    frame = frames.change_frame(conversation, result.last_seq, result.last_seq, result.changes)
+    assert "data-run-strip-failure" not in frame.html
+    assert "1 failed" not in frame.html
