@@ -160,9 +160,10 @@ class OpenAIAgent:
                     messages.append({"role": "user", "content": note})
                 step = await self._step(client, ctx, messages)
                 if not step.calls:
+                    # S1 sums the run's steps: each sends its own time, the last too.
                     await step.turn.complete(
                         step.text,
-                        duration_ms=round((time.monotonic() - ctx.started) * 1000),
+                        duration_ms=step.duration_ms,
                         tokens=step.tokens,
                         usage=self._usage(step),
                     )

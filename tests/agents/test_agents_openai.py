@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +20,7 @@ from chatui.agents.openai import OpenAIAgent
 from chatui.ingest.service import ingest
 from chatui.models import Event, Message, Run
 from chatui.read.presenters import present_transcript
+from chatui.text import format_duration
 from tests.support.leaks import assert_failure_leaks_nothing
 from tests.support.live import free_port as closed_port
 
@@ -208,12 +210,36 @@ def test_a_tool_call_round_trip(conversation):
         item.meta_line for item in present_transcript(window) if getattr(item, "meta_line", None)
     ]
     assert "· 140 tokens" in line
-    assert final.metadata["duration_ms"] >= step.metadata["duration_ms"]  # the run's time
     deltas = Event.objects.filter(
         conversation=conversation, type="agent.message.delta", payload__message_id=final.message_id
     )
     assert "".join(e.payload["delta"] for e in deltas) == final.content
     assert not Message.objects.filter(conversation=conversation, status_type="thinking").exists()
+
+
+def test_s1_each_step_sends_its_own_duration_so_the_meta_line_is_not_counted_twice(
+    conversation,
+):
+    """S1 sums the run's steps' `duration_ms`: the last step sent the whole run's time, so
+    the first step's was counted twice (a 400 ms step and a fast answer read ≥ 0.8 s)."""
+
+    def slow_first(body: dict) -> Reply:
+        if not any(message["role"] == "tool" for message in body["messages"]):
+            time.sleep(0.4)
+        return round_trip(body)
+
+    with fake_openai(slow_first) as server:
+        run_id = ask(conversation, "what is 2+3*4?", agent_for(server.base_url))
+    steps = Message.objects.filter(conversation=conversation, run_id=run_id, role="assistant")
+    first, final = steps.order_by("position")
+    assert first.metadata["duration_ms"] >= 400
+    assert final.metadata["duration_ms"] < 400, "the last step sent the run's time"
+    window = list(Message.objects.filter(conversation=conversation).order_by("position"))
+    (line,) = [
+        item.meta_line for item in present_transcript(window) if getattr(item, "meta_line", None)
+    ]
+    total = first.metadata["duration_ms"] + final.metadata["duration_ms"]
+    assert line.startswith(f"Assistant · {format_duration(total, compact=True)} ·"), line
 
 
 def test_bad_tool_arguments_become_a_tool_error_the_model_sees(conversation):
