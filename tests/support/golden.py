@@ -25,7 +25,7 @@ from pathlib import Path
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 #: Shown text that changes on every run (elapsed and message times).
 SKIPPED_TAGS = {"time"}
-UNSEEN_CLASSES = {"visually-hidden", "tool-more-open"}
+UNSEEN_CLASSES = {"visually-hidden", "tool-more-open", "tool-menu"}
 FIRST_LINE_CHARS = 120
 UPDATE_ENV = "CHATUI_UPDATE_GOLDEN"
 
@@ -65,8 +65,9 @@ class Node:
         return None
 
     def unseen(self) -> bool:
-        """Not what a reader sees at first: screen-reader-only words, and G16's full
-        text and "Show less" inside the closed "more lines" control."""
+        """Not what a reader sees at first: screen-reader-only words, G16's full
+        text and "Show less" inside the closed "more lines" control, and an entry's
+        actions menu (W8), shut until opened."""
         classes = self.attrs.get("class", "").split()
         return bool(UNSEEN_CLASSES & set(classes)) or "data-tool-full-text" in self.attrs
 

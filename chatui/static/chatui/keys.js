@@ -12,7 +12,8 @@
   var FAILURE = '#transcript [data-role=tool][data-status=error], #transcript [data-run-error]';
 
   function typing(target) {
-    return target.closest && target.closest("input, textarea, select, [contenteditable], dialog");
+    // An open entry menu (tool_menu.js) keeps its keys too: letters are no moves there.
+    return target.closest && target.closest("input, textarea, select, [contenteditable], dialog, [role=menu]");
   }
 
   function shown(el) {
