@@ -45,8 +45,9 @@ def test_g16_a_long_result_expands_in_place_when_its_text_arrives(long_result, o
     shown = full.text_content()
     assert shown == result.replace(SECRET, "••••WXYZ")  # whole, escaped, masked (T3)
     assert HOSTILE.replace(SECRET, "••••WXYZ") in shown
-    # Details: opened, they arrive whole too.
-    entry.locator(".tool-details > summary").click()
+    # Details (W8: behind the entry's menu): opened, they arrive whole too.
+    entry.locator("[data-tool-menu-button]").click()
+    entry.locator("[data-tool-menu-details]").click()
     details = entry.locator("[data-tool-json]")
     details.wait_for()
     assert "long THE END" in details.text_content()
@@ -60,6 +61,7 @@ def test_g16_copy_output_copies_the_whole_text_it_fetches(long_result, open_page
     page, watch = open_page(f"/c/{conversation_id}/")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=chatui_server.url)
     page.locator("[data-tool-batch] > summary").first.click()
+    page.locator('[data-tool-call-id="long"] [data-tool-menu-button]').click()  # W8
     button = page.locator('[data-tool-call-id="long"] [data-copy-output]')
     button.click()
     expect(button).to_have_text("Copied")

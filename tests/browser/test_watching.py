@@ -125,7 +125,7 @@ def test_sec10_selection_and_focus_survive_a_live_update_of_another_entry(chatui
     post(chatui_server, cid, started("s2", "crawl"))
     batch, _ = summary_of(page, "s2")
     expect(batch).to_have_attribute("open", "")
-    toggle = page.locator('[data-tool-call-id="s1"] .tool-details > summary')
+    toggle = page.locator('[data-tool-call-id="s1"] [data-tool-menu-button]')  # W8: its actions
     toggle.focus()
     page.evaluate(
         """() => {
@@ -192,6 +192,7 @@ def test_g16_more_lines_expands_in_place(chatui_server, watching):
     assert full.inner_text() == long  # escaped, not JSON-quoted, every line
     assert entry.locator(".tool-result-preview").is_hidden()  # in place of the preview
     assert full.evaluate("el => getComputedStyle(el).fontFamily").lower().find("mono") >= 0
+    entry.locator("[data-tool-menu-button]").click()  # W8: the copies are in its menu
     expect(entry.locator("[data-copy-output]")).to_be_visible()
     expect(entry.locator("[data-copy-args]")).to_have_count(0)  # no args sent: nothing to copy
 
