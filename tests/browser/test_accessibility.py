@@ -88,6 +88,32 @@ def test_w8_axe_the_keys_list_open(schemed, finished, scheme):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
+def test_w8_axe_entry_menus_closed_and_open(schemed, finished, scheme):
+    page = schemed(f"/c/{finished}/", scheme)
+    # Every batch open: every entry's menu button is on the page, its menu closed.
+    page.evaluate(
+        "() => document.querySelectorAll('#transcript [data-tool-batch]')"
+        ".forEach(d => { d.open = true; })"
+    )
+    buttons = page.locator("#transcript [data-tool-menu-button]")
+    assert buttons.count() > 5
+    assert_no_serious_violations(page, f"entry menus closed ({scheme})")
+    # A menu open, on a succeeded entry and on a failed one (its red card behind it).
+    for which in ("success", "error"):
+        entry = page.locator(f"#transcript [data-role=tool][data-status={which}]").first
+        entry.locator("[data-tool-menu-button]").click()
+        expect(entry.locator("[data-tool-menu]")).to_be_visible()
+        assert_no_serious_violations(page, f"{which} entry's menu open ({scheme})")
+        page.keyboard.press("Escape")
+    # Details opened through the menu.
+    entry = page.locator("#transcript [data-role=tool]:has([data-tool-menu-details])").first
+    entry.locator("[data-tool-menu-button]").click()
+    entry.locator("[data-tool-menu-details]").click()
+    expect(entry.locator("[data-tool-details]")).to_have_attribute("open", "")
+    assert_no_serious_violations(page, f"Details opened from the menu ({scheme})")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
 def test_sec10_axe_conversation_during_and_after_a_streaming_run(schemed, chatui_server, scheme):
     conversation_id = chatui_server.new_conversation("Streaming")
     run = [

@@ -47,13 +47,13 @@ def live_frame(conversation, events) -> str:
 
 def test_w8_one_menu_button_holds_copy_output_copy_args_and_details(rendered):
     entry = entry_html(rendered, "ok")
-    head = entry[entry.index('<div class="tool-head">') : entry.index("</ul>") + 5]
+    head = entry[entry.index('<div class="tool-head">') : entry.index('<div class="tool-call">')]
     button = re.search(r"<button[^>]*data-tool-menu-button[^>]*>", head)
-    assert button and '<div class="tool-call">' not in head, "the button sits in the header"
+    assert button, "the menu button sits in the entry's header"
     tag = button.group(0)
     assert 'aria-haspopup="menu"' in tag and 'aria-expanded="false"' in tag
     menu_id = re.search(r'aria-controls="([^"]+)"', tag).group(1)
-    menu = re.search(rf'<ul id="{menu_id}"[^>]*>(.*?)</ul>', head, re.S)
+    menu = re.search(rf'<div id="{menu_id}"[^>]*>(.*?)</div>', head, re.S)
     assert menu and 'role="menu"' in menu.group(0) and " hidden" in menu.group(0)
     items = re.findall(r"<button[^>]*>[^<]*</button>", menu.group(1))
     assert [re.sub(r"<[^>]+>", "", item) for item in items] == [
@@ -72,7 +72,7 @@ def test_w8_one_menu_button_holds_copy_output_copy_args_and_details(rendered):
 def test_w8_untrusted_text_in_the_menu_stays_text(rendered):
     entry = entry_html(rendered, "ok")
     assert HOSTILE not in rendered and "<script>alert" not in rendered
-    label = re.search(r'class="visually-hidden">Actions: ([^<]*)</span>', entry)
+    label = re.search(r'aria-label="Actions: ([^"]*)"', entry)
     assert label and "&lt;img" in label.group(1)  # the button names its entry, escaped
     copy_args = re.search(r'data-copy-text="([^"]*)"', entry).group(1)
     assert "&lt;script&gt;" in copy_args and "<" not in copy_args
@@ -91,7 +91,7 @@ def test_w8_the_live_frame_and_the_admin_render_the_same_menu(
     admin = admin_client.get(
         reverse("admin:chatui_conversation_change", args=[conversation.pk])
     ).content.decode()
-    menu = re.compile(r'<div class="tool-menu-wrap">.*?</div>', re.S)
+    menu = re.compile(r'<div class="tool-menu-wrap">.*?</div>\n</div>', re.S)
     shown = menu.search(entry_html(page, "ok")).group(0)
     assert "data-tool-menu-button" in shown
     assert menu.search(entry_html(frame, "ok")).group(0) == shown
