@@ -58,8 +58,8 @@ def test_hooks_transcript_and_messages(shown, showcase, chatui_server):
     assert set(roles) == {"user", "assistant", "tool", "status"}
     ids = shown.eval_on_selector_all("#transcript [id]", "els => els.map(e => e.id)")
     # Built from server pks only (docs/rendering.md#dom-hooks): a batch's summary and entry lists
-    # too.
-    server_id = re.compile(r"^[mb]-\d+(-summary|-entries|-children)?$")
+    # too, and an entry's actions menu and its button (W8).
+    server_id = re.compile(r"^[mb]-\d+(-summary|-entries|-children|-menu|-actions)?$")
     assert all(server_id.match(i) for i in ids)
     assert shown.locator("form#composer textarea[name=content]").count() == 1
 
