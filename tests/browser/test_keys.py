@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import completed, started, wait_connected
 from tests.support.showcase import showcase_events
 
 pytestmark = pytest.mark.browser
@@ -277,3 +278,40 @@ def test_w8_without_javascript_details_is_a_plain_disclosure_and_no_menu_shows(
         expect(entry.locator("[data-tool-json]")).to_be_visible()
     finally:
         context.close()
+
+
+def test_w8_details_opened_from_the_menu_stay_open_when_the_entry_is_rendered_anew(
+    chatui_server, open_page
+):
+    """A retry re-renders its entry under the same id (G14): Details the reader opened
+    through the menu is the reader's choice, kept like a batch they opened by hand."""
+    conversation_id = chatui_server.new_conversation("W8 details kept")
+    chatui_server.post_events(
+        conversation_id,
+        [
+            {"type": "user.message", "content": "go", "run_id": "r"},
+            {"type": "agent.status", "status": "running", "run_id": "r"},
+            started("d1", "flaky", args={"q": 1}, attempt=1, max_attempts=3),
+            completed("d1", error="timeout"),
+        ],
+    )
+    page, watch = open_page(f"/c/{conversation_id}/")
+    wait_connected(page)
+    entry = page.locator('[data-tool-call-id="d1"]')
+    expect(entry).to_have_attribute("data-status", "error")
+    entry.locator("[data-tool-menu-button]").click()
+    entry.locator("[data-tool-menu-details]").click()
+    expect(entry.locator("[data-tool-json]")).to_be_visible()
+    entry_id = entry.get_attribute("id")
+    page.evaluate(f"() => {{ document.getElementById('{entry_id}').__before = true; }}")
+    chatui_server.post_events(
+        conversation_id, [started("d2", "flaky", args={"q": 1}, attempt=2, max_attempts=3)]
+    )
+    # The entry was rendered anew under its id (not the element Details was opened in).
+    page.wait_for_function(
+        f"() => {{ const el = document.getElementById('{entry_id}'); return el && !el.__before; }}"
+    )
+    anew = page.locator(f"#{entry_id}")
+    expect(anew.locator(":scope > [data-tool-details]")).to_have_attribute("open", "")
+    expect(anew.locator(":scope > [data-tool-details] [data-tool-json]")).to_be_visible()
+    assert watch.page_errors == []
