@@ -248,6 +248,7 @@ def _touched_batches(
     """Tool message pk → (the batch showing it, the batch's changed pks): each batch is
     presented once however many of its entries changed."""
     found: dict[int, tuple[presenters.ToolBatchView, set[int]]] = {}
+    touched_in: dict[int, set[int]] = {}  # id(batch) → its changed pks
     for message in messages:
         if message.role != Role.TOOL:
             continue
@@ -255,7 +256,9 @@ def _touched_batches(
             batch = shown.of(message)
             if batch is None:
                 continue
-            touched: set[int] = set()
+            # The kept batch is one view for the whole frame: a change it does not show
+            # (a tool nested under a retried attempt) must not forget those it does.
+            touched = touched_in.setdefault(id(batch), set())
             # An entry outside a giant batch's window (docs/rendering.md#long-transcripts) changes
             # its summary only.
             for pk in _entry_pks(batch) | batch.hidden_pks:

@@ -1567,7 +1567,9 @@ def _attempt_history(chain: list[ToolEntryView], final: Message) -> str:
 
 def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[ToolEntryView]:
     """G14: consecutive attempts of one call become one entry, shown as its latest
-    attempt under the first attempt's DOM id (stable while the retries arrive)."""
+    attempt under the first attempt's DOM id (stable while the retries arrive), with
+    every attempt's nested calls (G13), in order: what an earlier attempt called stays
+    in view."""
     if all(_attempt(message) is None for message in roots):
         return list(views)  # no numbered attempt: nothing to merge (most batches)
     chains: list[tuple[list[Message], list[ToolEntryView]]] = []
@@ -1598,6 +1600,7 @@ def _merge_attempts(roots: list[Message], views: list[ToolEntryView]) -> list[To
                 dom_id=chain[0].dom_id,
                 pks=tuple(view.pk for view in chain),
                 attempt_history=_attempt_history(chain, messages[-1]),
+                children=tuple(child for view in chain for child in view.children),
             )
         )
     return merged

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from chatui.ingest.service import ingest, reproject
@@ -144,6 +144,9 @@ def play(user, ingests) -> None:
 
 
 @given(ingests=RUNS)
+# Found by this test: a tool nested under a retried attempt, in the frame of the retry,
+# reset the kept batch's changed entries (the retried entry was not sent).
+@example(ingests=[[("start", 1), ("error", 0)], [("start", 11), ("start", 0)]])
 @settings(
     max_examples=60,
     deadline=None,

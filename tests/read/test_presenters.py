@@ -986,6 +986,24 @@ def test_g14_attempts_of_one_call_are_one_entry_with_history(conversation, feed)
     assert batch.failed_text is None and not batch.has_error  # recovered: not counted
 
 
+def test_g13_g14_what_an_earlier_attempt_called_stays_in_view(conversation, feed):
+    """A sub-agent's first attempt called a tool, then failed; the retry is one entry
+    with both attempts' nested calls, in order — the first attempt's call was hidden."""
+    feed(
+        started("a1", "research", args={"q": 1}, attempt=1, max_attempts=3),
+        started("k1", "search", parent_tool_call_id="a1"),
+        completed("k1", result="three hits"),
+        completed("a1", error="timeout"),
+        started("a2", "research", args={"q": 1}, attempt=2, max_attempts=3),
+        started("k2", "search", parent_tool_call_id="a2"),
+    )
+    batch = only_batch(present(conversation))
+    (merged,) = batch.entries
+    assert merged.tool_call_id == "a2"
+    assert merged.attempt_history == "failed once, attempt 2/3 running"
+    assert [child.tool_call_id for child in merged.children] == ["k1", "k2"]
+
+
 def test_g14_an_unrecovered_retry_counts_once(conversation, feed):
     feed(
         started("c1", "flaky", attempt=1, max_attempts=2),
