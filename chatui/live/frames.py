@@ -6,6 +6,10 @@ replaced in place when the element exists, appended to #transcript when the
 message is new, deleted when the projection removed it. When a run ends (S3)
 or the projection is rebuilt, the frame is the whole transcript instead, so
 every open page ends equal to a fresh load.
+
+Why it is long: every kind of frame (a change, the whole transcript, a replay, the run
+strip and state) is built here from the same partials and the same kept batch and tail,
+so that the equivalence of a live frame and a fresh read is one module's to keep.
 """
 
 from __future__ import annotations
@@ -107,8 +111,9 @@ def change_frame(
         parts.append(render_run_state(conversation, oob=True))
     if changes.conversation_changed or (going and others):
         # W2: what the run does now and its counts change with any of its steps
-        known = not changes.conversation_changed
-        parts.append(render_run_strip(conversation, tail, run_known=known))
+        parts.append(
+            render_run_strip(conversation, tail, run_known=not changes.conversation_changed)
+        )
     text_only = bool(appended) and not (others or changes.removed or changes.conversation_changed)
     return Frame(first_seq, last_seq, "".join(parts), streamed_text_only=text_only)
 
@@ -256,8 +261,7 @@ def _touched_batches(
             batch = shown.of(message)
             if batch is None:
                 continue
-            # The kept batch is one view for the whole frame: a change it does not show
-            # (a tool nested under a retried attempt) must not forget those it does.
+            # One batch, one set: a change it does not show must not forget those it does.
             touched = touched_in.setdefault(id(batch), set())
             # An entry outside a giant batch's window (docs/rendering.md#long-transcripts) changes
             # its summary only.
