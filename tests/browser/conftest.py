@@ -82,9 +82,11 @@ def page(open_page):
     return page
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def auditor_login(chatui_server) -> tuple[str, str]:
-    """A staff user in the `auditor` group on the live server's own database."""
+    """A staff user in the `auditor` group on the live server's own database. Made once
+    for the session's server (no test changes it; each manage.py run costs a Django
+    start-up): the modules that log in as the auditor share it."""
     chatui_server.manage(
         "shell",
         "-c",

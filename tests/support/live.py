@@ -12,12 +12,16 @@ database (`database_url=`): that is cluster mode, N processes behind one truth.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -53,14 +57,20 @@ def _with_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-def create_postgres_database(server_url: str) -> str:
-    """A new, empty database on the PostgreSQL server `server_url` points at; its URL."""
+def create_postgres_database(server_url: str, template: str = "") -> str:
+    """A new database on the PostgreSQL server `server_url` points at; its URL. Empty,
+    or a copy of the database `template` (a URL) if given: nobody may be connected to
+    that one (PostgreSQL waits a few seconds for sessions that are ending)."""
     import psycopg
     from psycopg import sql
 
     name = f"chatui_live_{uuid.uuid4().hex[:12]}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template:
+        source = urlsplit(template).path.lstrip("/")
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(source))
     with psycopg.connect(_with_database(server_url, "postgres"), autocommit=True) as db:
-        db.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        db.execute(create)
     CREATED_DATABASES.append(_with_database(server_url, name))
     return CREATED_DATABASES[-1]
 
@@ -85,6 +95,37 @@ def drop_created_databases() -> None:
     """At the test session's end: every database still left."""
     while CREATED_DATABASES:  # (psycopg is installed in cluster mode only)
         drop_postgres_database(CREATED_DATABASES[-1])
+
+
+def copy_sqlite_database(source: Path, target: Path) -> None:
+    """`source` into a new file `target`, through SQLite's backup API (a consistent
+    copy whatever its journal holds)."""
+    with sqlite3.connect(source) as reading, sqlite3.connect(target) as writing:
+        reading.backup(writing)
+    reading.close()
+    writing.close()
+
+
+#: This process's template database and its e2e token (`_template`).
+_TEMPLATE: tuple[str, str] | None = None
+
+
+def _template() -> tuple[str, str]:
+    """A database migrated once in this process, with the e2e user and its API token:
+    its URL (PostgreSQL, in cluster mode) or SQLite file, and the token. Each server's
+    database is a copy of it, so every server starts from the same fresh state as
+    before, with the same token. Migrating and adding the user are three manage.py
+    runs, 10–40 s a server on the loaded 2-core machine; a copy takes milliseconds.
+    A PostgreSQL template is dropped with this process's other databases
+    (`drop_created_databases`), a SQLite one deleted when the process ends."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        folder = Path(tempfile.mkdtemp(prefix="chatui-live-template-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        maker = LiveServer(folder)
+        maker.migrate_and_add_user()
+        _TEMPLATE = (maker.database_url or str(folder / "live.sqlite3"), maker.token)
+    return _TEMPLATE
 
 
 def free_port() -> int:
@@ -146,7 +187,24 @@ class LiveServer:
         return done.stdout
 
     def prepare(self) -> None:
+        """A migrated database with the e2e user and its API token. A server with a
+        database of its own gets a copy of this process's template (`_template`);
+        one given a database (`database_url=`) or finding its SQLite file already there
+        migrates it and adds the user itself, as every server once did."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        sqlite_file = self.data_dir / "live.sqlite3"
+        if not self.database_url and (cluster_mode() or not sqlite_file.exists()):
+            template, self.token = _template()
+            if cluster_mode():
+                self.database_url = create_postgres_database(
+                    os.environ["DATABASE_URL"], template=template
+                )
+            else:
+                copy_sqlite_database(Path(template), sqlite_file)
+            return
+        self.migrate_and_add_user()
+
+    def migrate_and_add_user(self) -> None:
         if not self.database_url and cluster_mode():
             self.database_url = create_postgres_database(os.environ["DATABASE_URL"])
         self.manage("migrate", "--noinput", "-v0")
@@ -249,14 +307,21 @@ class LiveServer:
         )
 
     def add_user(self, username: str, password: str) -> str:
-        """Another user, with an API token; returns the token."""
-        self.manage(
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User;"
-            f"User.objects.create_user({username!r}, password={password!r})",
+        """Another user, with an API token; returns the token. One manage.py run (each
+        costs a Django start-up, seconds on a loaded machine): the shell creates the
+        user, then runs create_api_token, which prints the token last."""
+        return (
+            self.manage(
+                "shell",
+                "-c",
+                "from django.contrib.auth.models import User;"
+                "from django.core.management import call_command;"
+                f"User.objects.create_user({username!r}, password={password!r});"
+                f"call_command('create_api_token', {username!r})",
+            )
+            .strip()
+            .splitlines()[-1]
         )
-        return self.manage("create_api_token", username).strip().splitlines()[-1]
 
     def session_cookie(self, username: str = USERNAME, password: str = PASSWORD) -> str:
         """Log in through the real login form; returns 'sessionid=…'."""
