@@ -38,11 +38,16 @@ def without_escapes(text: str) -> str:
 
 
 def neutralise(text: str) -> str:
-    """T1: "@" + U+200B can never trigger a mention wherever the text ends up. Text
-    neutralised already stays as it is (one U+200B, not two)."""
-    if "@" not in text:
-        return text
-    return text.replace("@" + ZWSP, "@").replace("@", "@" + ZWSP)
+    """T1: "@" + U+200B can never trigger a mention wherever the text ends up. Not
+    idempotent on purpose: a U+200B the runtime itself put after "@" stays a second
+    one, which the admin reveals as an invisible character."""
+    return text.replace("@", "@" + ZWSP)
+
+
+def unneutralise(text: str) -> str:
+    """The text `neutralise` was given (its exact inverse: one U+200B after each "@"),
+    for a neutralised view's text that is shown again through `neutralise`."""
+    return text.replace("@" + ZWSP, "@")
 
 
 def clip(text: str, limit: int) -> str:

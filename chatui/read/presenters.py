@@ -72,6 +72,7 @@ from chatui.text import (
     human_size,
     humanise_tool_name,
     neutralise,
+    unneutralise,
 )
 
 from .cost import format_cost, run_cost
@@ -1247,7 +1248,9 @@ def _error_line(view: RichView | None) -> str | None:
     if not isinstance(view, TerminalView):
         return None
     line = next((line for line in reversed(view.lines) if line.is_error), None)
-    return "".join(span.text for span in line.spans) if line is not None else None
+    if line is None:
+        return None
+    return unneutralise("".join(span.text for span in line.spans))  # neutralised again
 
 
 def _structured_preview(view: RichView | None) -> str | None:

@@ -205,6 +205,13 @@ def test_g22_a_failed_command_previews_its_red_error_line_not_its_first_output(c
     assert own.status == "error"
     assert own.preview_line == f"FAILED tests/test_a.py::test_b - {HOSTILE} @\u200bada"
     assert entry(items, "apart").preview_line == "exit status 2"
+    # Neutralised once (T1), as every text: a U+200B the runtime sent after "@" stays.
+    ingest(conversation, [
+        started("zw", name="run_command"),
+        completed("zw", error="banner\nuser@\u200bhost denied", details={"exit_code": 1}),
+    ])  # fmt: skip
+    shown = entry(items_of(conversation, run_going=True), "zw").preview_line
+    assert shown == "user@\u200b\u200bhost denied"
     html = frames.render_partial(
         "chatui/_transcript.html#transcript", pages.transcript_context(conversation)
     )
