@@ -15,14 +15,11 @@ old and new builds alternately (docs/PERFORMANCE.md#how-to-measure).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 from common import loadavg, machine_line, percentile
-from profile_ingest import setup_django
+from profile_ingest import django_in_process
 
 
 def tool_events(name: str, n: int) -> list[dict]:
@@ -43,16 +40,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="tool calls timed a round")
     parser.add_argument("--rounds", type=int, default=3, help="conversations, one after another")
     options = parser.parse_args()
-    data = Path(tempfile.mkdtemp(prefix="chatui-p1-frame-"))
-    try:
-        setup_django(data)
-        from django.contrib.auth import get_user_model
-
+    with django_in_process("chatui-p1-frame-") as owner:
         from chatui.ingest.service import ingest
         from chatui.live import frames
         from chatui.models import Conversation
 
-        owner = get_user_model().objects.create_user("bench", password="bench-password-1")
         print("P1 frame cost, in process ·", machine_line())
         times: dict[str, list[float]] = {}
         sizes: dict[str, list[int]] = {}
@@ -84,8 +76,6 @@ def main() -> None:
                 f"| {kind} | {len(spent)} | {statistics.median(spent):.2f} ms | "
                 f"{percentile(spent, 95):.2f} ms | {statistics.median(sizes[kind]):,.0f} |"
             )
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ does) and profiles `GET /c/<id>/`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import os
@@ -29,7 +30,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from common import ROOT, EventStream, summary, table
 
@@ -46,6 +49,20 @@ def setup_django(data: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+@contextlib.contextmanager
+def django_in_process(prefix: str) -> Iterator[Any]:
+    """Django in this process on a fresh SQLite file in a temporary folder (deleted
+    after), with a user to own the bench's conversations: the user."""
+    data = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        setup_django(data)
+        from django.contrib.auth import get_user_model
+
+        yield get_user_model().objects.create_user("bench", password="bench-password-1")
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def watch(conversation) -> None:

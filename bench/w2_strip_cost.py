@@ -13,14 +13,11 @@ read from the database (two prepared queries); a shorter one from the frame's ow
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 from common import loadavg, percentile
-from profile_ingest import setup_django
+from profile_ingest import django_in_process
 
 
 def events_of(tools: int) -> list[dict]:
@@ -75,12 +72,7 @@ def main() -> None:
     parser.add_argument("--runs", default="5,40,200", help="tools in the run before timing")
     parser.add_argument("--steps", type=int, default=60, help="tool calls timed per case")
     options = parser.parse_args()
-    data = Path(tempfile.mkdtemp(prefix="chatui-w2-"))
-    try:
-        setup_django(data)
-        from django.contrib.auth import get_user_model
-
-        owner = get_user_model().objects.create_user("bench", password="bench-password-1")
+    with django_in_process("chatui-w2-") as owner:
         print(f"load {loadavg()}")
         for tools in (int(value) for value in options.runs.split(",")):
             for strip in (True, False):
@@ -90,8 +82,6 @@ def main() -> None:
                     f"frame p50 {statistics.median(times):.2f} ms, "
                     f"p95 {percentile(times, 95):.2f} ms"
                 )
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
