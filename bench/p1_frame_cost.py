@@ -34,6 +34,13 @@ def tool_events(name: str, n: int) -> list[dict]:
     return events
 
 
+def events_of(tools: int) -> list[dict]:
+    """A going run of `tools` tool calls, P1's stream."""
+    events = [{"type": "user.message", "run_id": "r", "content": "Run the checks."}]
+    events.append({"type": "agent.status", "status": "running", "run_id": "r"})
+    return events + [event for n in range(tools) for event in tool_events("p", n)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=int, default=40, help="tools in the run first")
@@ -50,14 +57,7 @@ def main() -> None:
         sizes: dict[str, list[int]] = {}
         for _ in range(options.rounds):
             conversation = Conversation.objects.create(owner=owner, title="p1 frames")
-            start = [
-                {"type": "user.message", "run_id": "r", "content": "Run the checks."},
-                {"type": "agent.status", "status": "running", "run_id": "r"},
-            ]
-            ingest(
-                conversation,
-                start + [e for n in range(options.before) for e in tool_events("p", n)],
-            )
+            ingest(conversation, events_of(options.before))
             for n in range(options.steps):
                 for event in tool_events("x", n):
                     result = ingest(conversation, [event])

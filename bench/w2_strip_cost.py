@@ -17,24 +17,8 @@ import statistics
 import time
 
 from common import loadavg, percentile
+from p1_frame_cost import events_of
 from profile_ingest import django_in_process
-
-
-def events_of(tools: int) -> list[dict]:
-    events = [{"type": "user.message", "run_id": "r", "content": "Run the checks."}]
-    events.append({"type": "agent.status", "status": "running", "run_id": "r"})
-    for n in range(tools):
-        events += [
-            {"type": "agent.tool.started", "tool_call_id": f"p{n}", "tool_name": "read_file",
-             "args": {"path": f"src/m{n}.py"}, "run_id": "r"},
-            {"type": "agent.tool.completed", "tool_call_id": f"p{n}", "result": f"ok {n}",
-             "duration_ms": 20, "run_id": "r"},
-        ]  # fmt: skip
-        if n % 5 == 4:
-            events.append(
-                {"type": "agent.step.completed", "content": f"Checked {n + 1}.", "run_id": "r"}
-            )
-    return events
 
 
 def frame_times(owner, tools: int, steps: int, strip: bool) -> list[float]:
