@@ -718,6 +718,15 @@ def test_an_over_long_tool_call_id_as_an_agentspine_extra_is_refused_cleanly(own
         {"type": "TOOL_CALL_START", "toolCallId": "x" * 250, "toolCallName": "read_file"},
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r" * 250},
         {"type": "TOOL_CALL_START", "toolCallId": "a\u0000b", "toolCallName": "read_file"},
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": "r",
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [{"id": "i", "reason": "tool_call", "toolCallId": "x" * 250}],
+            },
+        },
     ],
 )
 def test_an_agui_id_that_no_column_can_hold_is_refused_cleanly(owner, event):

@@ -263,3 +263,21 @@ def test_exported_events_of_an_agui_conversation_import_back_the_same(api, user,
     import_transcript(export_text(conversation, "events"), "chatui", copy)
     assert comparable(transcript(copy)) == comparable(transcript(conversation))
     assert json.dumps(comparable(transcript(copy)))
+
+
+def test_sec6_an_interrupts_tool_call_id_no_column_holds_is_400_naming_it(api, conversation):
+    """A RUN_FINISHED interrupt's toolCallId keys an approval row: past its column it is
+    refused by name on every database, and nothing is written (the fuzz's find on
+    PostgreSQL, where the row's varchar(200) refused it as a 500)."""
+    events = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {
+            "type": "interrupt",
+            "interrupts": [{"id": "i1", "reason": "tool_call", "toolCallId": "x" * 250}],
+        }},
+    ]  # fmt: skip
+    answer = api.post_events(conversation, events)
+    assert answer.status_code == 400
+    body = answer.json()
+    assert (body["index"], body["field"]) == (1, "outcome.interrupts[0].toolCallId")
+    assert not Event.objects.filter(conversation=conversation).exists()

@@ -171,6 +171,7 @@ def check(raw: dict[str, Any], index: int) -> Checked:
             raise EventError(
                 f"field '{name}' must be at most {limit} characters", index=index, field=name
             )
+    _check_interrupt_ids(payload, index)
     body_hash = hashlib.sha256(canonical_json(_without_time(payload)).encode()).hexdigest()
     run_id = payload.get("runId") if kind in ("RUN_STARTED", "RUN_FINISHED") else ""
     return Checked(
@@ -426,6 +427,23 @@ def _run_started(event: dict[str, Any]) -> list[Op]:
         # The run's input names the user's message before anything of the run shows.
         ops.append(("agui.reconcile", {"messages": snapshot_messages(run_input["messages"])}))
     return ops
+
+
+def _check_interrupt_ids(payload: dict[str, Any], index: int | None) -> None:
+    """A RUN_FINISHED interrupt's `toolCallId` keys an approval row, as a tool call's id
+    does: longer than a column holds is refused by name, as the event's own ids are."""
+    outcome = payload.get("outcome")
+    if not isinstance(outcome, dict) or not isinstance(outcome.get("interrupts"), list):
+        return
+    for number, interrupt in enumerate(outcome["interrupts"]):
+        value = interrupt.get("toolCallId") if isinstance(interrupt, dict) else None
+        if isinstance(value, str) and len(value) > MAX_ID_CHARS:
+            name = f"outcome.interrupts[{number}].toolCallId"
+            raise EventError(
+                f"field '{name}' must be at most {MAX_ID_CHARS} characters",
+                index=index,
+                field=name,
+            )
 
 
 def _run_finished(event: dict[str, Any]) -> list[Op]:
