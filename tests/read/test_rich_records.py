@@ -98,3 +98,17 @@ def test_g20_partial_table_and_details_blocks_escaped(client, user, conversation
     assert "<script>" not in html and "&lt;script&gt;" in table
     assert 'class="kv-block">line 1\nline 2</dd>' in html
     assert '<span\n  class="json-text-block" data-json-text-block>line 1\nline 2</span>' in html
+
+
+def test_g20_json_text_escaping_a_lone_surrogate_stays_text(client, user, conversation, feed):
+    """`"\\ud800"` in JSON text decodes to no character UTF-8 can write: read as a
+    key/value list it made the page a 500 (the AG-UI fuzz's find). It stays the text it
+    was sent as; a surrogate pair (one real character) is still read."""
+    assert records.parse_json('{"\\ud800": null}') is None
+    assert records.parse_json('["x\\udfff"]') is None
+    assert records.parse_json('{"smile": "\\ud83d\\ude00"}') == {"smile": "\U0001f600"}
+    feed(*call("s", "lookup", {}, result='{"\\ud800": null, "name": "Ada"}'))
+    client.force_login(user)
+    answer = client.get(f"/c/{conversation.pk}/")
+    assert answer.status_code == 200
+    assert "\\ud800" in answer.content.decode()

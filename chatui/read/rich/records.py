@@ -132,14 +132,23 @@ def present_object(value: dict, source: str) -> KeyValueView | None:
     return KeyValueView(tuple(pairs), more, source, len(source))
 
 
+#: A JSON escape of a UTF-16 surrogate: paired it is one character, alone it is none.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str) -> Any:
-    """The JSON a text holds when it is an array or an object, else None."""
+    """The JSON a text holds when it is an array or an object, else None. JSON whose
+    escapes decode to a lone surrogate (`"\\ud800"`) is no text a page can hold (UTF-8
+    has no such character): it stays as the text it was sent as."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{" or stripped[-1] not in "]}":
         return None
     try:
-        return json.loads(stripped)
-    except (ValueError, RecursionError):
+        data = json.loads(stripped)
+        if _SURROGATE_ESCAPE.search(stripped):
+            json.dumps(data, ensure_ascii=False).encode()  # UnicodeEncodeError if lone
+        return data
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         return None
 
 
