@@ -134,10 +134,31 @@ async def decisions_of(conversation_id: Any, tool_call_id: str) -> AsyncIterator
                 if not waiters:
                     del _waiting[group]
         if listening is not None:
-            listening.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await listening
+            await _cancelled_until_ended(listening)
             await layer.group_discard(group, channel)
+
+
+async def _cancelled_until_ended(task: asyncio.Future) -> None:
+    """Cancel `task` until it has ended. On the Redis layer a receive can swallow one
+    cancellation and go on reading for ever (docs/SCALING.md, "A cancelled consumer on
+    Redis"; chatui.live.consumers.ending_when_cancelled does the same for consumers): a
+    long poll awaiting its listener then never answered, and make test-cluster hung in
+    test_sec13_api_decides_and_the_long_poll_returns_it. The next cancellation reaches
+    it inside Redis' blocking read, where it is honoured."""
+    for _ in range(RECANCEL_ROUNDS):
+        if task.done():
+            break
+        task.cancel()
+        await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+    else:
+        logger.error("an approval listener ignored %d cancellations: %r", RECANCEL_ROUNDS, task)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: a listener that failed has nothing more to say
+
+
+#: How often, and how many times, a listener is cancelled again (as consumers are).
+RECANCEL_SECONDS = 0.2
+RECANCEL_ROUNDS = 50
 
 
 def wake_waiters(conversation_id: Any, tool_call_id: str) -> None:
