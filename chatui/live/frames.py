@@ -52,6 +52,9 @@ class Frame:
     # Only streamed text appended to bubbles: a viewer's socket may join such frames
     # that follow each other into one (chatui.live.consumers, docs/PERFORMANCE.md#p5).
     streamed_text_only: bool = False
+    # The whole (windowed) transcript: it brings any page up to `last_seq`, whatever the
+    # page had shown (`for_page`).
+    whole: bool = False
 
 
 def marker(first_seq: int, last_seq: int) -> str:
@@ -69,7 +72,19 @@ def full_frame(conversation: Conversation, first_seq: int = 0) -> Frame:
     html = render_partial(TEMPLATE + "#transcript-oob", pages.transcript_context(conversation))
     html += render_run_state(conversation, oob=True)
     html += render_run_strip(conversation)
-    return Frame(first_seq, conversation.last_seq, marker(first_seq, conversation.last_seq) + html)
+    last_seq = conversation.last_seq
+    return Frame(first_seq, last_seq, marker(first_seq, last_seq) + html, whole=True)
+
+
+def for_page(frame: Frame | None, after: int) -> Frame | None:
+    """`frame`, read for one page, for a page that has shown `after`: a whole-transcript
+    frame serves any (under its own seq range), another only the page it was read for."""
+    if frame is None or not frame.whole or frame.first_seq == after + 1:
+        return frame
+    if frame.last_seq <= after:
+        return None
+    body = frame.html[len(marker(frame.first_seq, frame.last_seq)) :]
+    return Frame(after + 1, frame.last_seq, marker(after + 1, frame.last_seq) + body, whole=True)
 
 
 def change_frame(
@@ -489,19 +504,53 @@ def render_run_strip(
     return render_partial("chatui/_run_strip.html", context)
 
 
-def replay_frame(conversation_id, after: int) -> Frame | None:
-    """What a (re)connecting page with `after` missed, or None when it is current."""
+@dataclass(frozen=True)
+class ReplayPlan:
+    """What a (re)connecting page that has shown `after` missed, read but not rendered:
+    the whole transcript (`changes` None), or the messages changed since."""
+
+    conversation: Conversation
+    after: int
+    changes: ChangeSet | None
+
+    @property
+    def whole(self) -> bool:
+        return self.changes is None
+
+
+def plan_replay(conversation_id, after: int) -> ReplayPlan | None:
+    """The reads of `replay_frame`, before its render: None when the page is current.
+    Apart so that the pages of a conversation reconnecting together can share one
+    whole-transcript render (chatui.live.replays)."""
     conversation = selectors.conversation_by_pk(conversation_id)
     if conversation is None or conversation.last_seq <= after:
         return None
-    run_ended = selectors.run_ended_since(conversation, after)
-    if after == 0 or run_ended or conversation.last_seq - after > REPLAY_LIMIT:
-        return full_frame(conversation, after + 1)
+    if (
+        after == 0
+        or conversation.last_seq - after > REPLAY_LIMIT
+        or selectors.run_ended_since(conversation, after)
+    ):
+        return ReplayPlan(conversation, after, None)
     changed = selectors.messages_changed_since(conversation, after)
+    if len(changed) > PIECEMEAL_LIMIT:
+        return ReplayPlan(conversation, after, None)
     changes = ChangeSet(
         changed={m.pk: m.updated_seq for m in changed},
         created={m.pk for m in changed if seq_of(m.position) > after},
         conversation_changed=True,
     )
+    return ReplayPlan(conversation, after, changes)
+
+
+def render_replay(plan: ReplayPlan) -> Frame:
+    conversation, first_seq = plan.conversation, plan.after + 1
+    if plan.changes is None:
+        return full_frame(conversation, first_seq)
     # Not live: `changes` names no message removed since `after`.
-    return change_frame(conversation, after + 1, conversation.last_seq, changes, live=False)
+    return change_frame(conversation, first_seq, conversation.last_seq, plan.changes, live=False)
+
+
+def replay_frame(conversation_id, after: int) -> Frame | None:
+    """What a (re)connecting page with `after` missed, or None when it is current."""
+    plan = plan_replay(conversation_id, after)
+    return None if plan is None else render_replay(plan)

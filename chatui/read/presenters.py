@@ -146,6 +146,13 @@ class MessageView(TemplateView):
     message_id: Key
     timestamp: datetime
     timestamp_iso: Key
+    # The time shown ("H:i") and its hover title ("Y-m-d H:i:s e"), in the active time
+    # zone: formatted here, not by the template's `date` filter, which reads the active
+    # language and time zone (asgiref Locals, behind one lock per Local) twice per use —
+    # half a 200-message transcript's render, and worse on several threads at once
+    # (docs/SCALING.md#cluster-under-fire).
+    time_shown: Key
+    time_title: Key
     updated_seq: int
 
     @staticmethod
@@ -157,6 +164,7 @@ class MessageView(TemplateView):
             "message_id": message.message_id,
             "timestamp": message.timestamp,
             "timestamp_iso": _iso(message.timestamp),
+            **shown_times(message.timestamp),
             "updated_seq": message.updated_seq,
         }
 
@@ -519,6 +527,21 @@ def duration_text(value: Any) -> str | None:
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat()
+
+
+def shown_times(moment: datetime) -> dict[str, str]:
+    """A message's shown time and its title, as `{{ moment|date:"H:i" }}` and
+    `{{ moment|date:"Y-m-d H:i:s e" }}` would render them (tests/read/test_presenters.py),
+    formatted directly: Django's `dateformat` costs ~30 µs a call."""
+    local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
+    zone = (local.tzname() or "") if local.tzinfo is not None else ""
+    return {
+        "time_shown": f"{local.hour:02d}:{local.minute:02d}",
+        "time_title": (
+            f"{local.year:04d}-{local.month:02d}-{local.day:02d} "
+            f"{local.hour:02d}:{local.minute:02d}:{local.second:02d} {zone}"
+        ),
+    }
 
 
 # -- G3 call line ---------------------------------------------------------------

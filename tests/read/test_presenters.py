@@ -1126,3 +1126,27 @@ def test_g5_g6_entry_icon_says_failed_pending_skipped_or_done(conversation, feed
         "busy": "loader-circle",
         "skip": "minus",
     }  # W3
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kathmandu"])
+@pytest.mark.parametrize(
+    "moment", ["2026-01-16T10:00:07Z", "2026-07-01T23:59:59.999999+00:00", "0999-03-04T05:06:07Z"]
+)
+def test_r1_a_messages_time_is_what_the_date_filter_showed(zone, moment):
+    """The shown time and its title are formatted by the presenter (the `date` filter
+    read the active language and time zone twice per use: docs/SCALING.md#cluster-under-fire),
+    exactly as `{{ timestamp|date:"H:i" }}` and `…|date:"Y-m-d H:i:s e" }}` showed them,
+    in the active time zone."""
+    from django.template import Context, Template
+    from django.utils import timezone
+
+    from chatui.read.presenters import MessageView
+
+    when = parse_datetime(moment)
+    template = Template("{{ t|date:'H:i' }}|{{ t|date:'Y-m-d H:i:s e' }}")
+    with timezone.override(zone):
+        expected = template.render(Context({"t": when}))
+        message = type("Row", (), {"timestamp": when, "dom_id": "m-1", "pk": 1})
+        message.message_id, message.updated_seq = "x", 1
+        fields = MessageView.fields_of(message)
+    assert f"{fields['time_shown']}|{fields['time_title']}" == expected

@@ -26,6 +26,7 @@ def user_view(**fields) -> presenters.UserView:
         "message_id": "msg-1",
         "timestamp": MOMENT,
         "timestamp_iso": MOMENT.isoformat(),
+        **presenters.shown_times(MOMENT),  # in the active time zone
         "updated_seq": 12345,
         "text": "hello",
     }
@@ -39,6 +40,7 @@ def assistant_view(**fields) -> presenters.AssistantView:
         "message_id": "a-1",
         "timestamp": MOMENT,
         "timestamp_iso": MOMENT.isoformat(),
+        **presenters.shown_times(MOMENT),
         "updated_seq": 7,
         "html": "<p>done</p>",
         "is_streaming": False,
@@ -49,13 +51,13 @@ def assistant_view(**fields) -> presenters.AssistantView:
 
 
 def test_kept_message_html_follows_the_active_time_zone(db):
-    view = user_view()
-    in_utc = frames._render_item(view, append=False)
+    """The view carries its time as shown in the zone active when it was presented."""
+    in_utc = frames._render_item(user_view(), append=False)
     with timezone.override("Asia/Tokyo"):
-        in_tokyo = frames._render_item(view, append=False)
-    assert ">11:00</time>" in in_utc
-    assert ">20:00</time>" in in_tokyo
-    assert frames._render_item(view, append=False) == in_utc
+        in_tokyo = frames._render_item(user_view(), append=False)
+    assert ">11:00</time>" in in_utc and 'title="2026-11-02 11:00:00 UTC"' in in_utc
+    assert ">20:00</time>" in in_tokyo and 'title="2026-11-02 20:00:00 JST"' in in_tokyo
+    assert frames._render_item(user_view(), append=False) == in_utc
 
 
 def test_kept_message_html_is_per_view_value(db):
