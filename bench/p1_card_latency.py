@@ -179,7 +179,10 @@ def run_scenario(bench: Bench, browser, cookie: str, viewers: int, args) -> dict
     # joined: by default the real page joins last, so it is served last (worst case).
     if not args.page_first:
         start_pool()
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900},
+        reduced_motion="reduce" if args.reduced_motion else "no-preference",
+    )
     name, value = cookie.split("=", 1)
     context.add_cookies([{"name": name, "value": value, "url": bench.url}])
     page = context.new_page()
@@ -378,6 +381,12 @@ def main() -> None:
         "--plain",
         action="store_true",
         help="run config.asgi itself, without bench.instrumented_asgi's commit stamps",
+    )
+    parser.add_argument(
+        "--reduced-motion",
+        action="store_true",
+        help="the page prefers reduced motion: no spinner animates, so the browser makes a "
+        "frame only when something changes (an animation aligns every frame to the display's)",
     )
     parser.add_argument(
         "--cluster",
