@@ -163,6 +163,35 @@ def test_w2_the_run_strip_is_docked_says_what_happens_and_marks_the_title(chatui
     page.wait_for_function("() => !/^[\u25cf\u270b] /.test(document.title)")
 
 
+def test_w2_the_strips_spinner_keeps_turning_across_live_frames(chatui_server, watching):
+    """Every tool frame replaces the strip whole; a new element's CSS animation starts
+    again at 0°, so at a tool every 100 ms the spinner hardly turned. chatui.js pins each
+    turning animation to the start of the page's timeline: the replacement carries on."""
+    page, cid = watching()
+    spinner = "#run-strip .spinner"
+    page.wait_for_function(f"() => document.querySelector('{spinner}')")
+    page.evaluate(f"() => {{ window.__oldSpinner = document.querySelector('{spinner}'); }}")
+    page.wait_for_timeout(300)  # the page's clock moves on: a new animation would start later
+    post(chatui_server, cid, started("s1", "crawl"))
+    expect(page.locator("[data-run-strip-now]")).to_contain_text("Crawl")
+    replaced = page.evaluate(f"() => document.querySelector('{spinner}') !== window.__oldSpinner")
+    assert replaced  # the frame did replace it: the property is worth testing
+    page.wait_for_function(
+        f"""() => {{
+          const turning = document.querySelector('{spinner}').getAnimations();
+          return turning.length === 1 && turning[0].startTime === 0
+            && turning[0].currentTime >= 300;
+        }}"""
+    )
+    for n in range(3):  # and across each frame after
+        post(chatui_server, cid, completed(f"s{n + 1}", result="ok"))
+        post(chatui_server, cid, started(f"s{n + 2}", "crawl"))
+    expect(page.locator("[data-run-strip-counts]")).to_have_text("3 done · 1 running")
+    page.wait_for_function(
+        f"() => document.querySelector('{spinner}').getAnimations()[0].startTime === 0"
+    )
+
+
 def test_w3_a_waiting_entry_looks_unlike_a_running_one(chatui_server, watching):
     page, cid = watching()
     post(

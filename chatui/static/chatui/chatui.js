@@ -583,8 +583,26 @@
     scrollPending = true;
     requestAnimationFrame(function () {
       scrollPending = false;
+      keepSpinnersTurning();
       keepAnchor();
       followOutput();
+    });
+  }
+
+  /* Spinners keep turning across live frames (docs/rendering.md#w2). A frame replaces the
+   * run strip, and a running entry, whole; a new element's CSS animation starts again at
+   * 0°, so with a tool event every 100 ms the strip's spinner hardly moved. Each turning
+   * animation is pinned to the start of the document's timeline: a replacement carries on
+   * from where the element it replaced was. Here, in the animation frame, because reading
+   * an element's animations needs the style the frame computes anyway. */
+  var TURNING = ".spinner, .icon--loader-circle";
+
+  function keepSpinnersTurning() {
+    if (!document.getAnimations) return;
+    document.querySelectorAll(TURNING).forEach(function (el) {
+      el.getAnimations().forEach(function (animation) {
+        if (animation.startTime !== 0) animation.startTime = 0;
+      });
     });
   }
 
