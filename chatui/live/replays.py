@@ -24,7 +24,8 @@ from collections.abc import Hashable
 from . import frames
 from .handshakes import on_handshake_thread
 
-#: Replays being read, by (conversation, after): (loop time the read was asked for, it).
+#: Replays being read, by (conversation, after): (the loop time from which the replay
+#: covers what was committed — when it was asked for, then when its reads began — it).
 _replays: dict[Hashable, tuple[float, asyncio.Future]] = {}
 #: The newest whole-transcript replay of each conversation, the same way.
 _wholes: dict[Hashable, tuple[float, asyncio.Future]] = {}
@@ -94,8 +95,8 @@ async def _shared(conversation_id: str, after: int, since: float, *, same_seq: b
     return _NOT_SHARED
 
 
-def _offer(table: dict, key: Hashable, asked_at: float, replay: asyncio.Future) -> None:
-    entry = table[key] = (asked_at, replay)
+def _offer(table: dict, key: Hashable, covers_from: float, replay: asyncio.Future) -> None:
+    entry = table[key] = (covers_from, replay)
     asyncio.get_running_loop().call_later(REPLAY_SHARED_SECONDS, _forget, table, key, entry)
 
 
