@@ -30,7 +30,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
-from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -377,9 +376,13 @@ class TranscriptConsumer(AsyncWebsocketConsumer):
         past the timeout too (bench/cluster_faults.py: 3,963 handshakes, 95 accepted)."""
         return self.loop.time() - self.started > LATE_HANDSHAKE_SECONDS
 
-    @database_sync_to_async
+    @on_handshake_thread
     def _recheck(self) -> int | None:
         # The scope's user carries cached permissions: ask the session who it is now.
+        # On the handshake threads, not Channels' one database thread: after a Redis
+        # outage every socket of a process re-checks at once before its catch-up
+        # (`live_catch_up`), and 150 of them queued there behind the API's sync work
+        # (docs/SCALING.md#whole-replays, run 14).
         return self._verdict(session_user(self._session_key()))
 
     def _verdict(self, user) -> int | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Callable
 
 import httpx
@@ -309,3 +310,26 @@ def test_sec4_logout_on_the_real_server_closes_that_sessions_socket(chatui_serve
             await socket.close()
 
     asyncio.run(scenario())
+
+
+@in_process
+async def test_s21_a_recheck_does_not_queue_behind_channels_database_thread(
+    owner, conversation, auditor, settings
+):
+    """After a Redis outage every socket of a process re-checks its access before it
+    catches up (docs/SCALING.md#whole-replays). The re-check reads on the handshake
+    threads: with Channels' one database thread taken, a socket that lost access is
+    still closed."""
+    settings.CHATUI_WS_RECHECK_SECONDS = 0.3
+    on_auditor, _, _ = await connect(conversation, auditor)
+    release = threading.Event()
+    busy = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
+    try:
+        await sync_to_async(deactivate_without_signal, thread_sensitive=False)(auditor)
+        output = await on_auditor.receive_output(timeout=5)
+        assert output == {"type": "websocket.close", "code": 4403}
+        assert not busy.done()  # closed while the thread was still taken
+    finally:
+        release.set()
+        await busy
+    await on_auditor.disconnect()
