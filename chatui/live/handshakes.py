@@ -9,7 +9,9 @@ other and behind the API's own sync work, past daphne's 5 s handshake limit
 (docs/SCALING.md#cluster-under-fire). These reads only read, each in its own short
 autocommit query, so they need no thread of their own: they run on a small pool
 (CHATUI_HANDSHAKE_THREADS, default 4), side by side, beside that thread instead of in
-its queue.
+its queue. An open socket's reads that come in herds too run here: the re-check of its
+access and its catch-up, which every socket of a process does at once after a Redis
+outage (docs/SCALING.md#whole-replays).
 
 `DatabaseSyncToAsync` closes a connection that is broken or past its age before and
 after each call, as Channels does for its own thread; with PostgreSQL's pool the
