@@ -39,13 +39,16 @@ class EncodedJSON(dict):
     """A JSON object that comes with its JSON text, written as that text: a value
     already encoded for its hash is not encoded again for its column (an OTLP span's
     event, docs/PERFORMANCE.md#p8). `text` must be the encoding of the dict as it is,
-    keys in the dict's order: it is what a read gives back."""
+    keys in the dict's order: it is what a read gives back. `canonical`: the text is
+    also `canonical_json`'s (sorted keys, no white space), so the hash chain may use it
+    as the payload's part of the event's canonical form (`chatui.ingest.chain`)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("canonical", "text")
 
-    def __init__(self, value: dict[str, Any], text: str):
+    def __init__(self, value: dict[str, Any], text: str, *, canonical: bool = False):
         super().__init__(value)
         self.text = text
+        self.canonical = canonical
 
     def __reduce__(self):  # pickled (a cache) as the plain dict it reads back as
         return dict, (dict(self),)

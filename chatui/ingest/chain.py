@@ -19,6 +19,7 @@ from chatui_client.proof import GENESIS, chain_hash, content_hash
 from chatui_client.proof import Checkpoint as CheckpointText
 
 from chatui.db.prepared import PreparedInsert
+from chatui.fields import EncodedJSON
 from chatui.models import Checkpoint, Conversation, Event
 from chatui.text import isoformat
 
@@ -56,6 +57,7 @@ def chain(rows: Iterable[Event], previous_hex: str) -> str:
     for row in rows:
         if row.timestamp != written_at[0]:
             written_at = (row.timestamp, isoformat(row.timestamp))
+        payload = row.payload
         content = content_hash(
             {
                 "seq": row.seq,
@@ -63,8 +65,12 @@ def chain(rows: Iterable[Event], previous_hex: str) -> str:
                 "event_id": row.event_id,
                 "run_id": row.run_id or None,
                 "timestamp": written_at[1],
-                "payload": row.payload,
-            }
+                "payload": payload,
+            },
+            # An OTLP span's payload comes with its canonical text: not encoded again.
+            payload_text=payload.text
+            if type(payload) is EncodedJSON and payload.canonical
+            else None,
         )
         previous = chain_hash(previous, content)
         row.content_hash, row.chain_hash = content.hex(), previous.hex()

@@ -173,7 +173,7 @@ def span_event(
     hash, payload and checks — with the span encoded to JSON once rather than three
     times (docs/PERFORMANCE.md#p8): its canonical text is composed into the event's
     (whose digest is the body hash) and into the payload's, which the column stores as
-    it is (`EncodedJSON`). A canonical object is "{" and its sorted members, so the
+    it is and the hash chain splices into its own form (`EncodedJSON`). A canonical object is "{" and its sorted members, so the
     parts compose. Resources and scopes, shared by an export's spans, are encoded
     once (`encoded`, by id). What the short way cannot keep (NUL, lone surrogates, over
     the size limit) takes the general way, which says why."""
@@ -204,7 +204,9 @@ def span_event(
     return NormalisedEvent(
         type="otel.span",
         payload=EncodedJSON(
-            payload, f'{{"resource":{resource_text},"scope":{scope_text},"span":{span_text}}}'
+            payload,
+            f'{{"resource":{resource_text},"scope":{scope_text},"span":{span_text}}}',
+            canonical=True,
         ),
         body_hash=hashlib.sha256(body).hexdigest(),
         event_id=event_id,

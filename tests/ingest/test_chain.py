@@ -166,3 +166,21 @@ def test_v2_keys_refuses_other_methods():
 
 
 pytestmark = pytest.mark.django_db
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.text(st.characters(exclude_categories=["Cs"]), max_size=8))
+def test_v1_a_payloads_own_text_spliced_in_gives_the_same_canonical_form(payload, text):
+    """An OTLP span's payload comes with its canonical text (chatui.ingest.chain): the
+    event's form with that text spliced in is the form of the whole, RFC 8785's —
+    whatever the strings around it hold, `"payload":null` included."""
+    content = {
+        "seq": 7,
+        "type": "otel.span",
+        "event_id": text or None,
+        "run_id": '"payload":null',
+        "timestamp": text,
+        "payload": payload,
+    }
+    payload_text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical(content, payload_text=payload_text) == rfc8785.dumps(content)

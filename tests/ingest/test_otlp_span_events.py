@@ -105,3 +105,35 @@ def test_a_logged_span_reads_back_as_it_was_ingested(conversation):
         row = stored[event.event_id]
         assert json.dumps(row.payload) == json.dumps(event.payload)  # keys in the same order
         assert row.body_hash == event.body_hash
+
+
+@pytest.mark.django_db
+def test_v1_a_spans_chain_uses_its_text_and_is_the_reference_arithmetic(conversation):
+    """The chain splices a span's canonical text into the event's canonical form
+    rather than encoding the payload again: the hashes are RFC 8785's all the same,
+    also for a span whose floats or keys make the short canonical form step aside."""
+    import hashlib
+
+    import rfc8785
+
+    from chatui.ingest.service import ingest_normalised
+    from chatui.read.serializers import event_to_dict
+
+    data = json.loads(CAPTURE.read_text())
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[0]["attributes"] += [
+        {"key": "ratio", "value": {"doubleValue": 2.0}},  # RFC 8785 writes 2, Python 2.0
+        {"key": "tiny", "value": {"doubleValue": 1.5e-07}},
+    ]
+    spans[1]["attributes"].append({"key": "\uff01\U0001f600", "value": {"stringValue": "k"}})
+    events = [
+        traces.span_event(raw, n, LIMIT, {}) for n, raw in enumerate(raw_events(export(data)))
+    ]
+    assert all(event.payload.canonical for event in events)
+    ingest_normalised(conversation, events)
+    previous = bytes(32)
+    for row in Event.objects.filter(conversation=conversation).order_by("seq"):
+        served = json.loads(json.dumps(event_to_dict(row)))
+        content = hashlib.sha256(rfc8785.dumps(served)).digest()
+        previous = hashlib.sha256(previous + content).digest()
+        assert (row.content_hash, row.chain_hash) == (content.hex(), previous.hex())

@@ -43,7 +43,7 @@ _SAFE_INT = 2**53 - 1
 # -- the canonical form ----------------------------------------------------------------
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: Any, *, payload_text: str | None = None) -> bytes:
     """RFC 8785's canonical form of decoded JSON, as UTF-8 bytes.
 
     Python's own C encoder with sorted keys and no white space writes exactly RFC 8785's
@@ -52,8 +52,18 @@ def canonical(value: Any) -> bytes:
     does) or a key beyond U+E000 (RFC 8785 sorts keys by UTF-16 code unit, Python by code
     point). Nearly every event holds neither, and ingest hashes every event
     (docs/PERFORMANCE.md#p9): those are written by the C encoder, the rest by `rfc8785`,
-    the reference. tests/ingest/test_chain.py checks the two agree on generated JSON."""
-    text = _ENCODER.encode(value)
+    the reference. tests/ingest/test_chain.py checks the two agree on generated JSON.
+
+    `payload_text`: the encoder's text of `value["payload"]` when the caller has it (an
+    OTLP span's, written once for its body hash and column, docs/PERFORMANCE.md#p8),
+    spliced in rather than encoded again. The members around it are scalars, so
+    `"payload":null` occurs once in their text, as the member itself: inside a string
+    its quotes would be escaped."""
+    if payload_text is None:
+        text = _ENCODER.encode(value)
+    else:
+        head = _ENCODER.encode({**value, "payload": None})
+        text = head.replace('"payload":null', '"payload":' + payload_text, 1)
     if _writes_a_differing_float(text) or (
         not text.isascii() and max(text) >= "\ue000" and not _keys_sort_alike(value)
     ):
@@ -122,9 +132,10 @@ def _rfc8785(value: Any) -> bytes:
     return text
 
 
-def content_hash(content: dict[str, Any]) -> bytes:
-    """SHA-256 of an event's canonical form (`content`: as the events API serves it)."""
-    return hashlib.sha256(canonical(content)).digest()
+def content_hash(content: dict[str, Any], *, payload_text: str | None = None) -> bytes:
+    """SHA-256 of an event's canonical form (`content`: as the events API serves it;
+    `payload_text` as `canonical` takes it)."""
+    return hashlib.sha256(canonical(content, payload_text=payload_text)).digest()
 
 
 def chain_hash(previous: bytes, content: bytes) -> bytes:
