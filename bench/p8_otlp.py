@@ -1,6 +1,7 @@
 """P8: OTLP traces into one process — batches of 512 spans (the SDK's default).
 
     .venv/bin/python bench/p8_otlp.py [--threads 2] [--seconds 20] [--conversations 8]
+                                      [--py-spy OUT]
 
 The spans are the real capture of a Pydantic AI run (tests/fixtures/otlp/: a root agent
 span, four model calls with their messages, four tool calls, one failing), copied with
@@ -28,7 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Bench, cpu_seconds, loadavg, machine_line, summary, table
+from bench.common import (
+    Bench,
+    cpu_seconds,
+    loadavg,
+    machine_line,
+    maybe_py_spy,
+    summary,
+    table,
+)
 
 CAPTURE = Path(__file__).resolve().parents[1] / "tests/fixtures/otlp/otlp_pydantic_ai_traces.json"
 BATCH = 512
@@ -112,10 +121,11 @@ def run(args: argparse.Namespace) -> None:
 
         cpu_before, began = cpu_seconds(bench.pid), time.perf_counter()
         threads = [threading.Thread(target=worker) for _ in range(args.threads)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with maybe_py_spy(bench.pid, args.py_spy, None, gil=True):
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         wall = time.perf_counter() - began
         cpu = cpu_seconds(bench.pid) - cpu_before
         spans = len(latencies) * BATCH
@@ -144,6 +154,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--batches", type=int, default=60, help="bodies made in advance")
     parser.add_argument("--conversations", type=int, default=8)
+    parser.add_argument(
+        "--py-spy",
+        metavar="OUT",
+        help="sample daphne's GIL-holding thread while the clients post (bench/pyspy_top.py"
+        " reads OUT)",
+    )
     run(parser.parse_args())
 
 

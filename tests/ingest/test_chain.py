@@ -184,3 +184,20 @@ def test_v1_a_payloads_own_text_spliced_in_gives_the_same_canonical_form(payload
     }
     payload_text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical(content, payload_text=payload_text) == rfc8785.dumps(content)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 2.0},
+        [1e16],
+        {"v": "1.0", "n": -0.0},
+        {"x": [1.5e-07, "e+5]"]},
+        {"s": "e+", "t": 1e22},
+        {"version": "2.0", "count": 10, "ratio": 0.05, "tail": "ends e-1"},
+    ],
+)
+def test_v1_floats_the_encoder_writes_otherwise_are_caught_however_they_sit(value):
+    """The scan for floats written otherwise (`proof._writes_a_differing_float`) finds
+    them at the end, before "]" or "}", beside strings that look like them."""
+    assert canonical(value) == rfc8785.dumps(value)
