@@ -173,10 +173,11 @@ def span_event(
     hash, payload and checks — with the span encoded to JSON once rather than three
     times (docs/PERFORMANCE.md#p8): its canonical text is composed into the event's
     (whose digest is the body hash) and into the payload's, which the column stores as
-    it is and the hash chain splices into its own form (`EncodedJSON`). A canonical object is "{" and its sorted members, so the
-    parts compose. Resources and scopes, shared by an export's spans, are encoded
-    once (`encoded`, by id). What the short way cannot keep (NUL, lone surrogates, over
-    the size limit) takes the general way, which says why."""
+    it is and the hash chain splices into its own form (`EncodedJSON`). A canonical
+    object is "{" and its sorted members, so the parts compose. Resources and scopes,
+    shared by an export's spans, are encoded once (`encoded`, by id). What the short
+    way cannot keep (NUL, lone surrogates, over the size limit) takes the general way,
+    which says why."""
     span, resource, scope = raw["span"], raw["resource"], raw["scope"]
     problem = otlp.span_object(span) or obj(resource) or obj(scope)
     if problem:
