@@ -475,22 +475,26 @@ async def load(cluster: Cluster, redis: OwnRedis, database: str, args) -> Result
     acked = {c: sorted(seqs) for c, seqs in tally.acked_seqs.items()}
     recovery: dict[str, list[float]] = {}
     never: dict[str, int] = {}
-    for label, since in windows.items():
-        if since >= end:
-            continue
-        times = [catch_up(v, acked.get(v.conversation, []), since, end) for v in viewers]
+
+    def measure(label: str, since: float, *, after: float = 0.0) -> None:
+        """Each viewer's time from `since` until it shows what was acknowledged `after`
+        seconds after it (None: never, before the run's end)."""
+        if since + after >= end:
+            return
+        times = [catch_up(v, acked.get(v.conversation, []), since + after, end) for v in viewers]
         never[label] = sum(1 for t in times if t is None)
-        recovery[label] = [t for t in times if t is not None]
+        recovery[label] = [after + t for t in times if t is not None]
+
+    for label, since in windows.items():
+        measure(label, since)
     # The stricter reading of "shows the last seq within 5 s after each fault": how long
     # after it each viewer shows what was acknowledged AFTER s after it.
     for label in ("from the kill", "from Redis' return"):
-        since = windows[label]
-        if since + AFTER >= end:
-            continue
-        label = f"(showing what was acknowledged {AFTER:.0f} s after) {label}"
-        times = [catch_up(v, acked.get(v.conversation, []), since + AFTER, end) for v in viewers]
-        never[label] = sum(1 for t in times if t is None)
-        recovery[label] = [AFTER + t for t in times if t is not None]
+        measure(
+            f"(showing what was acknowledged {AFTER:.0f} s after) {label}",
+            windows[label],
+            after=AFTER,
+        )
     recovery["lag of every frame shown (acknowledged → shown)"] = frame_delays(viewers, acked)
     never["lag of every frame shown (acknowledged → shown)"] = 0
     log = cluster.log()
