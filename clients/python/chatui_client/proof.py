@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -78,29 +79,21 @@ def _writes_a_differing_float(text: str) -> bool:
     str(float) and changes only those. Text in a string may look the same ("v2.0]",
     "see-1]"): that only costs the slower way.
 
-    `str.find` runs C's fast substring search; the next character is looked at only
-    where the marks are. An expression, even one led by a literal, steps through the
-    text a character at a time in `re`: 6 % of an OTLP span's CPU, whose resource
-    holds ".0" in a version string (docs/PERFORMANCE.md#p8)."""
-    at = text.find(".0")
-    while at != -1:
-        if text[at + 2 : at + 3] in _TOKEN_ENDS:
-            return True
-        at = text.find(".0", at + 2)
-    for mark in ("e+", "e-"):
-        at = text.find(mark)
-        while at != -1:
-            end = at + 2
-            while text[end : end + 1].isdigit():
-                end += 1
-            if end > at + 2 and text[end : end + 1] in _TOKEN_ENDS:
-                return True
-            at = text.find(mark, at + 2)
-    return False
+    Each expression begins with a character that is rare in JSON text (".", "+", "-"),
+    which `re` finds by a quick scan; "e", common in any text, is looked for only
+    before a match: ~4 µs on an OTLP span's ~5 KB, against ~18 µs when "e+", "e-" and
+    ".0" were searched as substrings and then by expressions (docs/PERFORMANCE.md#p8)."""
+    if _INTEGRAL_FLOAT.search(text) is not None:
+        return True
+    if "+" in text and _POSITIVE_EXPONENT.search(text) is not None:
+        return True
+    return any(text[match.start() - 1] == "e" for match in _SIGNED_DIGITS.finditer(text, 1))
 
 
-#: What may follow a number's last digit in the encoder's compact text ("" the end).
-_TOKEN_ENDS = frozenset({",", "}", "]", ""})
+_INTEGRAL_FLOAT = re.compile(r"\.0(?=[,}\]]|$)")
+_POSITIVE_EXPONENT = re.compile(r"e\+\d+(?=[,}\]]|$)")
+# A negative number's digits or a negative exponent's: the character before tells.
+_SIGNED_DIGITS = re.compile(r"-\d+(?=[,}\]]|$)")
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
