@@ -43,7 +43,10 @@ def note(event_id: str) -> dict:
     return {"type": "agent.status", "status": "info", "message": "mine", "event_id": event_id}
 
 
-@pytest.mark.parametrize("event_id", reserved_ids())
+# Named ids: a run id is random, and every pytest-xdist worker must collect the same tests.
+@pytest.mark.parametrize(
+    "event_id", reserved_ids(), ids=["decision", "compose", "run-event", "run-end", "import"]
+)
 def test_a_runtime_may_not_post_an_event_id_in_chatuis_reserved_space(api, conversation, event_id):
     response = api.post_events(conversation, [note("fine-1"), note(event_id)])
     assert response.status_code == 400, response.content
