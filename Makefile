@@ -37,10 +37,15 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The suite in this many pytest-xdist processes (1: in the pytest process itself). Two
+# halve the suite's time on a 2-core machine (README.md#tests): a test mostly waits for
+# a server, a browser or a fuzzer's next input, and the other process uses the core.
+TEST_WORKERS ?= 2
+
 test: install chromium
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
@@ -88,4 +93,4 @@ stop-cluster:
 # Redis database 1, so tests never mix with a `make run-cluster` on database 0.
 test-cluster: install-cluster
 	$(CLUSTER_ENV) REDIS_URL=redis://127.0.0.1:$(CLUSTER_REDIS_PORT)/1 \
-		PYTHON=$(BIN)/python scripts/cluster/test.sh
+		PYTHON=$(BIN)/python TEST_WORKERS=$(TEST_WORKERS) scripts/cluster/test.sh

@@ -59,4 +59,8 @@ fi
 # default pool of 10 for every test after them (stop 35's note). A larger pool here keeps
 # one such leak from failing the rest of the run; PostgreSQL allows 200 (services.sh).
 export CHATUI_DB_POOL_MAX="${CHATUI_DB_POOL_MAX:-40}"
-"$python" -m pytest -m "not browser" "$@"
+# In TEST_WORKERS pytest-xdist processes (the Makefile's, 2 by default). Each makes its
+# own test database (pytest-django names it for the worker) and its live servers' own
+# (tests/support/live.py); Redis database 1 is shared, and every channel and group
+# there is named by a conversation's random id.
+"$python" -m pytest -m "not browser" -n "${TEST_WORKERS:-2}" "$@"
