@@ -1,6 +1,7 @@
 """Where P8's CPU goes: OTLP batches through the real receiver view, in-process.
 
     .venv/bin/python bench/profile_otlp.py [--batches 12] [--profile] [--top 40]
+                                           [--callgrind DIR] [--no-projection]
 
 Django in this process (no daphne, no network) on a fresh SQLite file, with the
 server's settings and its collector threshold (config/asgi.py). Posts P8's bodies
@@ -41,6 +42,12 @@ def run(args: argparse.Namespace) -> None:
 
     from chatui.models import ApiToken
 
+    if args.no_projection:
+        # Diagnostic only: what the log itself costs (no tool entry, step or search
+        # index), docs/PERFORMANCE.md#p8-fourth. The transcripts stay empty.
+        from chatui.ingest.projection import Projector
+
+        Projector.apply_all = lambda self, rows: None
     # No password: hashing one under valgrind (`--callgrind`) takes minutes.
     user = get_user_model().objects.create_user("bench")
     _, raw = ApiToken.issue(user)
@@ -229,6 +236,11 @@ def main() -> None:
         metavar="DIR",
         help="count the timed batches' instructions: run under `valgrind --tool=callgrind "
         "--instr-atstart=no --callgrind-out-file=DIR/callgrind.out.%%p`",
+    )
+    parser.add_argument(
+        "--no-projection",
+        action="store_true",
+        help="diagnostic: log the spans without projecting them (the log path's own cost)",
     )
     parser.add_argument("--each", action="store_true", help="print each batch's CPU a span")
     parser.add_argument("--statements", type=int, default=0, help="the N costliest SQL shapes")
