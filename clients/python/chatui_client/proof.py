@@ -81,7 +81,7 @@ def _writes_a_differing_float(text: str) -> bool:
 
     Each expression begins with a character that is rare in JSON text (".", "+", "-"),
     which `re` finds by a quick scan; "e", common in any text, is looked for only
-    before a match: ~4 µs on an OTLP span's ~5 KB, against ~18 µs when "e+", "e-" and
+    before a match: ~7 µs on an OTLP span's ~5 KB, against ~18 µs when "e+", "e-" and
     ".0" were searched as substrings and then by expressions (docs/PERFORMANCE.md#p8)."""
     if _INTEGRAL_FLOAT.search(text) is not None:
         return True
