@@ -107,6 +107,41 @@ def test_v1_integers_beyond_rfc8785s_range_keep_their_digits():
     assert canonical({"n": 2**64 + 1}) != canonical({"n": 2**64})
 
 
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.text(st.characters(exclude_categories=["Cs"]), max_size=8))
+def test_v1_a_payloads_own_text_spliced_in_gives_the_same_canonical_form(payload, text):
+    """An OTLP span's payload comes with its canonical text (chatui.ingest.chain): the
+    event's form with that text spliced in is the form of the whole, RFC 8785's —
+    whatever the strings around it hold, `"payload":null` included."""
+    content = {
+        "seq": 7,
+        "type": "otel.span",
+        "event_id": text or None,
+        "run_id": '"payload":null',
+        "timestamp": text,
+        "payload": payload,
+    }
+    payload_text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical(content, payload_text=payload_text) == rfc8785.dumps(content)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 2.0},
+        [1e16],
+        {"v": "1.0", "n": -0.0},
+        {"x": [1.5e-07, "e+5]"]},
+        {"s": "e+", "t": 1e22},
+        {"version": "2.0", "count": 10, "ratio": 0.05, "tail": "ends e-1"},
+    ],
+)
+def test_v1_floats_the_encoder_writes_otherwise_are_caught_however_they_sit(value):
+    """The scan for floats written otherwise (`proof._writes_a_differing_float`) finds
+    them at the end, before "]" or "}", beside strings that look like them."""
+    assert canonical(value) == rfc8785.dumps(value)
+
+
 def test_v2_a_run_end_signs_a_checkpoint_the_public_key_verifies(conversation):
     ingest(conversation, RUN)  # the first ingest of a conversation signs at once
     ingest(conversation, [{"type": "agent.status", "status": "completed", "run_id": "r1"}])
@@ -166,38 +201,3 @@ def test_v2_keys_refuses_other_methods():
 
 
 pytestmark = pytest.mark.django_db
-
-
-@settings(max_examples=300, deadline=None)
-@given(json_values, st.text(st.characters(exclude_categories=["Cs"]), max_size=8))
-def test_v1_a_payloads_own_text_spliced_in_gives_the_same_canonical_form(payload, text):
-    """An OTLP span's payload comes with its canonical text (chatui.ingest.chain): the
-    event's form with that text spliced in is the form of the whole, RFC 8785's —
-    whatever the strings around it hold, `"payload":null` included."""
-    content = {
-        "seq": 7,
-        "type": "otel.span",
-        "event_id": text or None,
-        "run_id": '"payload":null',
-        "timestamp": text,
-        "payload": payload,
-    }
-    payload_text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert canonical(content, payload_text=payload_text) == rfc8785.dumps(content)
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        {"a": 2.0},
-        [1e16],
-        {"v": "1.0", "n": -0.0},
-        {"x": [1.5e-07, "e+5]"]},
-        {"s": "e+", "t": 1e22},
-        {"version": "2.0", "count": 10, "ratio": 0.05, "tail": "ends e-1"},
-    ],
-)
-def test_v1_floats_the_encoder_writes_otherwise_are_caught_however_they_sit(value):
-    """The scan for floats written otherwise (`proof._writes_a_differing_float`) finds
-    them at the end, before "]" or "}", beside strings that look like them."""
-    assert canonical(value) == rfc8785.dumps(value)
